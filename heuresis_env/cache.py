@@ -1,0 +1,109 @@
+"""On-disk caches shared across processes: a key-value store of pickled results and an
+append-only JSON-lines store of small records (CI test results).
+
+The root is ``$HEURESIS_CACHE_DIR`` or ``~/.cache/heuresis``. Writes are atomic (temporary
+file + rename, or one ``write`` of a whole line under a file lock), so a killed process never
+leaves a half-written entry that a later reader would trust.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+
+def cache_root() -> Path:
+    """The cache directory (created on first use)."""
+    root = Path(os.environ.get("HEURESIS_CACHE_DIR", Path.home() / ".cache" / "heuresis"))
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def cache_disabled() -> bool:
+    return os.environ.get("HEURESIS_NO_CACHE", "") not in ("", "0")
+
+
+def stable_hash(obj: Any) -> str:
+    """SHA-256 of a JSON-serializable object, keys sorted: the same on every machine."""
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class ResultCache:
+    """Pickled values under ``<root>/<namespace>/<key[:2]>/<key>.pkl``."""
+
+    def __init__(self, namespace: str, root: Path | None = None):
+        self.directory = (root or cache_root()) / namespace
+        self.directory.mkdir(parents=True, exist_ok=True)
+
+    def _path(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.pkl"
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if cache_disabled():
+            return default
+        path = self._path(key)
+        try:
+            with open(path, "rb") as f:
+                return pickle.load(f)
+        except FileNotFoundError:
+            return default
+        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+            path.unlink(missing_ok=True)  # stale or corrupt entry: recompute
+            return default
+
+    def set(self, key: str, value: Any) -> None:
+        if cache_disabled():
+            return
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+class RecordLog:
+    """Append-only JSON lines ``{"k": key, "v": value}``; the last value of a key wins.
+
+    Used where many small results accumulate per dataset (CI tests): one file per dataset,
+    read once, appended under a lock so concurrent processes never interleave a line.
+    """
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = FileLock(str(self.path) + ".lock")
+
+    def load(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if cache_disabled() or not self.path.exists():
+            return out
+        with open(self.path, encoding="utf-8") as f:
+            for line in f:
+                if not line.endswith("\n"):
+                    break  # a torn last line from a killed writer
+                try:
+                    rec = json.loads(line)
+                    out[rec["k"]] = rec["v"]
+                except (json.JSONDecodeError, KeyError, TypeError):
+                    continue
+        return out
+
+    def append(self, key: str, value: Any) -> None:
+        if cache_disabled():
+            return
+        line = json.dumps({"k": key, "v": value}, separators=(",", ":")) + "\n"
+        with self._lock, open(self.path, "a", encoding="utf-8") as f:
+            f.write(line)

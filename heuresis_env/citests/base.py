@@ -1,0 +1,184 @@
+"""The CI-test interface: x ⟂ y | S on one dataset, returning a statistic and a p-value.
+
+A :class:`CITest` is bound to one data matrix. Results are cached in memory under an
+order-independent key (``{x, y}`` unordered, ``S`` as a sorted tuple) and, for tests that
+opt in (``disk_cache=True``), on disk under the data's SHA-256 so that other processes and
+later runs reuse them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from heuresis_env.cache import RecordLog, cache_root, stable_hash
+from heuresis_env.errors import DataError, HeuresisError, UnknownNameError
+
+
+@dataclass(frozen=True)
+class CIResult:
+    """One test's outcome. ``conditioning_set`` is sorted; ``x < y``."""
+
+    x: int
+    y: int
+    conditioning_set: tuple[int, ...]
+    statistic: float
+    p_value: float
+    method: str
+
+    def independent(self, alpha: float) -> bool:
+        """The test's decision at level ``alpha``: independence is not rejected (p > α)."""
+        return self.p_value > alpha
+
+
+def data_sha256(data: np.ndarray) -> str:
+    """SHA-256 of a matrix as C-contiguous float64 bytes (the instance hash uses the same)."""
+    return hashlib.sha256(np.ascontiguousarray(data, dtype=np.float64).tobytes()).hexdigest()
+
+
+def validate_data(data: np.ndarray, min_rows: int = 5) -> np.ndarray:
+    """Check a data matrix (2-D, finite, enough rows, no constant column) and return float64."""
+    x = np.asarray(data, dtype=np.float64)
+    if x.ndim != 2:
+        raise DataError(f"data must be a 2-D array (rows × columns), got shape {x.shape}")
+    if x.shape[0] < min_rows:
+        raise DataError(f"data has {x.shape[0]} rows; at least {min_rows} are needed")
+    bad = ~np.isfinite(x)
+    if bad.any():
+        cols = sorted({int(c) for c in np.nonzero(bad)[1]})
+        raise DataError(f"data has NaN or infinite values in column(s) {cols}")
+    const = np.nonzero(np.ptp(x, axis=0) == 0)[0]
+    if const.size:
+        raise DataError(f"column(s) {const.tolist()} are constant; a CI test needs variation")
+    return x
+
+
+class CITest(ABC):
+    """Base class: subclasses set ``name`` and implement :meth:`_compute`.
+
+    Parameters beyond the data are keyword arguments stored in ``self.params`` (they enter
+    the disk-cache key). ``rng`` (a ``numpy.random.Generator``) is accepted by randomized
+    tests; the base class turns it into an integer seed so results stay cacheable.
+    """
+
+    name: ClassVar[str] = "abstract"
+    #: whether results are also kept on disk (worth it only for slow tests)
+    disk_cache_default: ClassVar[bool] = False
+
+    def __init__(self, data: np.ndarray, *, disk_cache: bool | None = None, **params: Any):
+        self.data = validate_data(data)
+        self.n, self.d = self.data.shape
+        self.params: dict[str, Any] = params
+        self._memory: dict[tuple, CIResult] = {}
+        self.n_computed = 0  # tests actually computed (not served from a cache)
+        self._data_hash: str | None = None
+        use_disk = self.disk_cache_default if disk_cache is None else disk_cache
+        self._disk: RecordLog | None = None
+        self._disk_entries: dict[str, Any] = {}
+        if use_disk:
+            key = stable_hash({"test": self.name, "params": self.cache_params()})[:16]
+            self._disk = RecordLog(cache_root() / "ci" / self.data_hash / f"{self.name}-{key}.jsonl")
+            self._disk_entries = self._disk.load()
+
+    @property
+    def data_hash(self) -> str:
+        if self._data_hash is None:
+            self._data_hash = data_sha256(self.data)
+        return self._data_hash
+
+    def cache_params(self) -> dict[str, Any]:
+        """The parameters that change a result (default: all of ``self.params``)."""
+        return self.params
+
+    def _normalize(self, x: int, y: int, conditioning_set: Iterable[int]) -> tuple[int, int, tuple[int, ...]]:
+        try:
+            s = tuple(sorted({int(v) for v in conditioning_set}))
+            x, y = int(x), int(y)
+        except (TypeError, ValueError) as exc:
+            raise HeuresisError(f"variables must be column indices: {exc}") from None
+        for v in (x, y, *s):
+            if not 0 <= v < self.d:
+                raise HeuresisError(f"column index {v} out of range 0..{self.d - 1}")
+        if x == y:
+            raise HeuresisError(f"x and y must differ (both are {x})")
+        if x in s or y in s:
+            raise HeuresisError(f"the conditioning set {list(s)} contains x={x} or y={y}")
+        if x > y:
+            x, y = y, x
+        return x, y, s
+
+    def test(self, x: int, y: int, conditioning_set: Iterable[int] = ()) -> CIResult:
+        """Test x ⟂ y | conditioning_set (column indices); symmetric in x and y."""
+        x, y, s = self._normalize(x, y, conditioning_set)
+        key = (x, y, s)
+        hit = self._memory.get(key)
+        if hit is not None:
+            return hit
+        disk_key = f"{x},{y}|{','.join(map(str, s))}"
+        if disk_key in self._disk_entries:
+            stat, p = self._disk_entries[disk_key]
+        else:
+            stat, p = self._compute(x, y, s)
+            stat, p = float(stat), float(min(max(p, 0.0), 1.0))
+            self.n_computed += 1
+            if self._disk is not None:
+                self._disk.append(disk_key, [stat, p])
+                self._disk_entries[disk_key] = [stat, p]
+        result = CIResult(x, y, s, float(stat), float(p), self.name)
+        self._memory[key] = result
+        return result
+
+    __call__ = test
+
+    def p_value(self, x: int, y: int, conditioning_set: Iterable[int] = ()) -> float:
+        return self.test(x, y, conditioning_set).p_value
+
+    @property
+    def n_cached(self) -> int:
+        return len(self._memory)
+
+    @abstractmethod
+    def _compute(self, x: int, y: int, s: tuple[int, ...]) -> tuple[float, float]:
+        """Return (statistic, p-value) for x ⟂ y | s; x < y, s sorted, all validated."""
+
+
+#: name → "module:Class" (imported lazily) or a CITest subclass
+CI_TESTS: dict[str, str | type[CITest]] = {
+    "fisherz": "heuresis_env.citests.fisherz:FisherZ",
+    "kci": "heuresis_env.citests.kci:KCI",
+    "rcit": "heuresis_env.citests.rcit:RCIT",
+    "rcot": "heuresis_env.citests.rcit:RCoT",
+    "dcor": "heuresis_env.citests.dcor_test:DistanceCorrelation",
+}
+
+
+def register_ci_test(name: str, cls: str | type[CITest]) -> None:
+    """Add a CI test under ``name`` (a class or a ``"module:Class"`` path)."""
+    CI_TESTS[name] = cls
+
+
+def available_ci_tests() -> list[str]:
+    return sorted(CI_TESTS)
+
+
+def ci_test_class(name: str) -> type[CITest]:
+    try:
+        entry = CI_TESTS[name]
+    except KeyError:
+        raise UnknownNameError("CI test", name, CI_TESTS) from None
+    if isinstance(entry, str):
+        module, attr = entry.split(":")
+        entry = getattr(importlib.import_module(module), attr)
+        CI_TESTS[name] = entry
+    return entry
+
+
+def make_ci_test(name: str, data: np.ndarray, **params: Any) -> CITest:
+    """Build the CI test ``name`` bound to ``data`` (``n × d``)."""
+    return ci_test_class(name)(data, **params)

@@ -1,0 +1,55 @@
+"""The ``heuresis`` command. Each subcommand is a module in this package exposing
+``HELP`` (one line), ``add_arguments(parser)`` and ``run(args) -> int``; modules import
+their heavy dependencies inside ``run`` so that ``heuresis --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from heuresis_env.errors import HeuresisError
+
+#: subcommand → module (added in the order a newcomer meets them)
+SUBCOMMANDS: dict[str, str] = {
+    "generate": "heuresis_env.cli.generate",
+    "show": "heuresis_env.cli.show",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from heuresis_env import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="heuresis",
+        description="Heuresis: agentic causal discovery benchmark and Gymnasium environments.",
+    )
+    parser.add_argument("--version", action="version", version=f"heuresis {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module_name in SUBCOMMANDS.items():
+        module = importlib.import_module(module_name)
+        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.add_arguments(p)
+        p.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except HeuresisError as exc:
+        print(f"heuresis {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"heuresis {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

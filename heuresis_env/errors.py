@@ -1,0 +1,38 @@
+"""Exception classes shared across Heuresis; each message names the problem and the fix."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class HeuresisError(ValueError):
+    """Base class of every error Heuresis raises for bad input."""
+
+
+class UnknownNameError(HeuresisError, KeyError):
+    """A name (family, algorithm, CI test, tool, column) that is not registered.
+
+    The message lists the known names and the closest matches, in the manner of
+    Gymnasium's registration errors.
+    """
+
+    def __init__(self, kind: str, name: object, known: Iterable[str]):
+        self.kind = kind
+        self.name = name
+        self.known = sorted(str(k) for k in known)
+        close = difflib.get_close_matches(str(name), self.known, n=3)
+        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        message = f"unknown {kind} {name!r}.{hint} Known {kind}s: {', '.join(self.known)}."
+        super().__init__(message)
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the whole message
+        return self.args[0]
+
+
+class InstanceFormatError(HeuresisError):
+    """A saved instance or split that cannot be read: unknown format, truncated, or tampered."""
+
+
+class DataError(HeuresisError):
+    """Data unfit for an analysis: NaN, a constant column, too few rows."""

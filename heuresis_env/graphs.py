@@ -1,0 +1,422 @@
+"""Graphs with edge marks: DAGs, CPDAGs (PDAGs) and PAGs over named variables.
+
+One representation serves every graph type. ``marks[i, j]`` is the mark at *j's end* of
+the edge between i and j (``EdgeMark.NONE`` when i and j are not adjacent):
+
+=================  ===============  ===============
+edge               ``marks[i, j]``  ``marks[j, i]``
+=================  ===============  ===============
+``i --> j``        ARROW            TAIL
+``i --- j``        TAIL             TAIL
+``i <-> j``        ARROW            ARROW
+``i o-> j``        ARROW            CIRCLE
+``i o-o j``        CIRCLE           CIRCLE
+=================  ===============  ===============
+
+This is the convention of pcalg's PAG adjacency matrices, written with an enum rather than
+magic integers. DAG → CPDAG (v-structures plus Meek's rules) lives here too, because PC,
+the generator's hidden record and the metrics all need it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import IntEnum, StrEnum
+
+import numpy as np
+
+from heuresis_env.errors import HeuresisError, UnknownNameError
+
+
+class EdgeMark(IntEnum):
+    """The mark at one end of an edge."""
+
+    NONE = 0
+    TAIL = 1
+    ARROW = 2
+    CIRCLE = 3
+
+
+_SYMBOL_LEFT = {EdgeMark.TAIL: "-", EdgeMark.ARROW: "<", EdgeMark.CIRCLE: "o"}
+_SYMBOL_RIGHT = {EdgeMark.TAIL: "-", EdgeMark.ARROW: ">", EdgeMark.CIRCLE: "o"}
+
+
+class GraphType(StrEnum):
+    """Graph types an algorithm can return."""
+
+    DAG = "dag"
+    CPDAG = "cpdag"  # also any PDAG: directed and undirected edges
+    PAG = "pag"
+    SKELETON = "skeleton"
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One edge with its two end marks: ``mark_u`` at u's end, ``mark_v`` at v's end."""
+
+    u: str
+    v: str
+    mark_u: EdgeMark
+    mark_v: EdgeMark
+
+    def __str__(self) -> str:
+        return f"{self.u} {_SYMBOL_LEFT[self.mark_u]}-{_SYMBOL_RIGHT[self.mark_v]} {self.v}"
+
+    @property
+    def is_directed(self) -> bool:
+        return self.mark_u == EdgeMark.TAIL and self.mark_v == EdgeMark.ARROW
+
+    @property
+    def is_undirected(self) -> bool:
+        return self.mark_u == EdgeMark.TAIL and self.mark_v == EdgeMark.TAIL
+
+
+class GraphError(HeuresisError):
+    """An edit that would make an invalid graph (self-loop, cycle, bad mark matrix)."""
+
+
+class Graph:
+    """A mixed graph with edge marks over named variables (see the module docstring)."""
+
+    __slots__ = ("names", "marks", "_index")
+
+    def __init__(self, names: Sequence[str], marks: np.ndarray | None = None):
+        self.names: tuple[str, ...] = tuple(str(n) for n in names)
+        if len(set(self.names)) != len(self.names):
+            raise GraphError(f"duplicate variable names in {self.names}")
+        d = len(self.names)
+        if marks is None:
+            marks = np.zeros((d, d), dtype=np.int8)
+        marks = np.asarray(marks, dtype=np.int8).copy()
+        if marks.shape != (d, d):
+            raise GraphError(f"mark matrix has shape {marks.shape}, expected {(d, d)}")
+        if np.any(np.diag(marks) != 0):
+            raise GraphError("self-loops are not allowed (nonzero diagonal)")
+        if np.any((marks != 0) != (marks.T != 0)):
+            raise GraphError("mark matrix must have a mark at both ends of every edge")
+        if marks.min() < 0 or marks.max() > max(EdgeMark):
+            raise GraphError(f"marks must be in {[int(m) for m in EdgeMark]}")
+        self.marks = marks
+        self._index = {n: i for i, n in enumerate(self.names)}
+
+    # ---- construction -------------------------------------------------------------
+    @classmethod
+    def empty(cls, names: Sequence[str]) -> Graph:
+        return cls(names)
+
+    @classmethod
+    def from_dag(cls, adjacency: np.ndarray, names: Sequence[str]) -> Graph:
+        """From a directed adjacency matrix, ``adjacency[i, j] != 0`` meaning i → j."""
+        a = np.asarray(adjacency) != 0
+        if np.any(a & a.T):
+            raise GraphError("a DAG adjacency matrix cannot have both i→j and j→i")
+        marks = np.zeros(a.shape, dtype=np.int8)
+        marks[a] = EdgeMark.ARROW
+        marks[a.T] = EdgeMark.TAIL
+        return cls(names, marks)
+
+    @classmethod
+    def from_cpdag_matrix(cls, directed: np.ndarray, undirected: np.ndarray,
+                          names: Sequence[str]) -> Graph:
+        """From a directed part (i→j) and a symmetric undirected part (i—j)."""
+        g = cls.from_dag(directed, names)
+        u = np.asarray(undirected) != 0
+        u = u | u.T
+        g.marks[u] = EdgeMark.TAIL
+        return g
+
+    @classmethod
+    def from_edges(cls, names: Sequence[str], edges: Iterable[tuple[str, str] | Edge],
+                   directed: bool = True) -> Graph:
+        """From (u, v) pairs (u → v when ``directed``, else u — v) or :class:`Edge` objects."""
+        g = cls(names)
+        for e in edges:
+            if isinstance(e, Edge):
+                g.set_edge(e.u, e.v, e.mark_u, e.mark_v)
+            else:
+                u, v = e
+                g.set_edge(u, v, EdgeMark.TAIL, EdgeMark.ARROW if directed else EdgeMark.TAIL)
+        return g
+
+    def copy(self) -> Graph:
+        return Graph(self.names, self.marks)
+
+    # ---- access ---------------------------------------------------------------------
+    @property
+    def d(self) -> int:
+        return len(self.names)
+
+    def index(self, name: str) -> int:
+        try:
+            return self._index[name]
+        except KeyError:
+            raise UnknownNameError("variable", name, self.names) from None
+
+    def skeleton(self) -> np.ndarray:
+        """Symmetric boolean adjacency (edges without direction)."""
+        return self.marks != 0
+
+    def directed_adjacency(self) -> np.ndarray:
+        """Boolean matrix of the directed edges only: ``[i, j]`` is True for i → j."""
+        return (self.marks == EdgeMark.ARROW) & (self.marks.T == EdgeMark.TAIL)
+
+    def undirected_adjacency(self) -> np.ndarray:
+        """Symmetric boolean matrix of the undirected (tail–tail) edges."""
+        return (self.marks == EdgeMark.TAIL) & (self.marks.T == EdgeMark.TAIL)
+
+    def n_edges(self) -> int:
+        return int(np.count_nonzero(np.triu(self.skeleton())))
+
+    def adjacent(self, u: str, v: str) -> bool:
+        return bool(self.marks[self.index(u), self.index(v)] != 0)
+
+    def edge(self, u: str, v: str) -> Edge | None:
+        i, j = self.index(u), self.index(v)
+        if self.marks[i, j] == 0:
+            return None
+        return Edge(u, v, EdgeMark(self.marks[j, i]), EdgeMark(self.marks[i, j]))
+
+    def edges(self) -> list[Edge]:
+        """Every edge once, in row-major order; directed edges are given tail first."""
+        out = []
+        for i, j in zip(*np.nonzero(np.triu(self.skeleton())), strict=True):
+            mi, mj = EdgeMark(self.marks[j, i]), EdgeMark(self.marks[i, j])
+            if mi == EdgeMark.ARROW and mj == EdgeMark.TAIL:
+                out.append(Edge(self.names[j], self.names[i], mj, mi))
+            else:
+                out.append(Edge(self.names[i], self.names[j], mi, mj))
+        return out
+
+    def parents(self, v: str) -> list[str]:
+        j = self.index(v)
+        return [self.names[i] for i in np.nonzero(self.directed_adjacency()[:, j])[0]]
+
+    def children(self, v: str) -> list[str]:
+        i = self.index(v)
+        return [self.names[j] for j in np.nonzero(self.directed_adjacency()[i, :])[0]]
+
+    def neighbors(self, v: str) -> list[str]:
+        i = self.index(v)
+        return [self.names[j] for j in np.nonzero(self.skeleton()[i])[0]]
+
+    def graph_type(self) -> str:
+        """The narrowest type that describes the graph's marks."""
+        m = self.marks
+        if np.any(m == EdgeMark.CIRCLE) or np.any((m == EdgeMark.ARROW) & (m.T == EdgeMark.ARROW)):
+            return GraphType.PAG
+        if np.any(self.undirected_adjacency()):
+            return GraphType.CPDAG
+        return GraphType.DAG
+
+    def is_dag(self) -> bool:
+        """True when every edge is directed and there is no directed cycle."""
+        if self.graph_type() != GraphType.DAG:
+            return False
+        return not has_directed_cycle(self.directed_adjacency())
+
+    # ---- edits ----------------------------------------------------------------------
+    def set_edge(self, u: str, v: str, mark_u: EdgeMark, mark_v: EdgeMark) -> None:
+        i, j = self.index(u), self.index(v)
+        if i == j:
+            raise GraphError(f"self-loop on {u!r} is not allowed")
+        if (mark_u == EdgeMark.NONE) != (mark_v == EdgeMark.NONE):
+            raise GraphError("an edge needs a mark at both ends (or NONE at both to remove it)")
+        self.marks[j, i] = mark_u
+        self.marks[i, j] = mark_v
+
+    def add_directed(self, u: str, v: str) -> None:
+        self.set_edge(u, v, EdgeMark.TAIL, EdgeMark.ARROW)
+
+    def add_undirected(self, u: str, v: str) -> None:
+        self.set_edge(u, v, EdgeMark.TAIL, EdgeMark.TAIL)
+
+    def remove_edge(self, u: str, v: str) -> None:
+        self.set_edge(u, v, EdgeMark.NONE, EdgeMark.NONE)
+
+    # ---- comparison and serialization -------------------------------------------------
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Graph) and self.names == other.names
+                and np.array_equal(self.marks, other.marks))
+
+    def __hash__(self) -> int:
+        return hash((self.names, self.marks.tobytes()))
+
+    def __repr__(self) -> str:
+        return f"Graph(d={self.d}, edges={self.n_edges()}, type={self.graph_type()})"
+
+    def to_text(self) -> str:
+        """One edge a line, e.g. ``X3 --> X7``; ``(no edges)`` when empty."""
+        lines = [str(e) for e in self.edges()]
+        return "\n".join(lines) if lines else "(no edges)"
+
+    def to_dict(self) -> dict:
+        return {"names": list(self.names), "marks": self.marks.tolist()}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Graph:
+        return cls(data["names"], np.asarray(data["marks"], dtype=np.int8))
+
+    def restricted(self, names: Sequence[str]) -> Graph:
+        """The induced subgraph over ``names`` (in that order)."""
+        idx = [self.index(n) for n in names]
+        return Graph(names, self.marks[np.ix_(idx, idx)])
+
+
+def has_directed_cycle(directed: np.ndarray) -> bool:
+    """True when the directed adjacency matrix (``[i, j]`` for i → j) has a cycle (Kahn)."""
+    a = np.asarray(directed, dtype=bool).copy()
+    indegree = a.sum(axis=0)
+    queue = [i for i in range(a.shape[0]) if indegree[i] == 0]
+    seen = 0
+    while queue:
+        i = queue.pop()
+        seen += 1
+        for j in np.nonzero(a[i])[0]:
+            indegree[j] -= 1
+            if indegree[j] == 0:
+                queue.append(j)
+    return seen < a.shape[0]
+
+
+def topological_order(directed: np.ndarray) -> list[int]:
+    """A topological order of a DAG's node indices; raises :class:`GraphError` on a cycle."""
+    a = np.asarray(directed, dtype=bool)
+    indegree = a.sum(axis=0).astype(int)
+    queue = sorted(i for i in range(a.shape[0]) if indegree[i] == 0)
+    order = []
+    while queue:
+        i = queue.pop(0)
+        order.append(i)
+        for j in np.nonzero(a[i])[0]:
+            indegree[j] -= 1
+            if indegree[j] == 0:
+                queue.append(int(j))
+    if len(order) < a.shape[0]:
+        raise GraphError("graph has a directed cycle")
+    return order
+
+
+# ---- PDAG orientation: v-structures and Meek's rules ---------------------------------------
+
+def orient_v_structures(skeleton: np.ndarray,
+                        separating_sets: dict[frozenset[int], Iterable[int]]) -> np.ndarray:
+    """Orient the unshielded colliders of a skeleton given each non-adjacent pair's separating set.
+
+    Returns a PDAG as a directed matrix ``P`` where ``P[i, j] and not P[j, i]`` is i → j and
+    ``P[i, j] and P[j, i]`` is i — j. An unshielded triple i — k — j is a collider when k is
+    not in the separating set of (i, j). Conflicting orientations (i → k ← j and k → i from
+    another triple) resolve to a bidirected pair being kept as the first orientation found;
+    triples are visited in index order so the result is deterministic.
+    """
+    s = np.asarray(skeleton, dtype=bool)
+    d = s.shape[0]
+    pdag = s.copy()
+    for k in range(d):
+        nbrs = np.nonzero(s[k])[0]
+        for i, j in itertools.combinations(nbrs, 2):
+            if s[i, j]:
+                continue
+            sepset = separating_sets.get(frozenset((int(i), int(j))))
+            if sepset is None or k in set(sepset):
+                continue
+            # orient i -> k <- j unless it would reverse an already oriented edge
+            if pdag[k, i] and pdag[i, k]:
+                pdag[k, i] = False
+            if pdag[k, j] and pdag[j, k]:
+                pdag[k, j] = False
+    return pdag
+
+
+def apply_meek_rules(pdag: np.ndarray) -> np.ndarray:
+    """Close a PDAG under Meek's rules R1–R4 (Meek 1995).
+
+    ``pdag[i, j] and not pdag[j, i]`` is i → j; both True is i — j. Returns a new matrix.
+    """
+    p = np.asarray(pdag, dtype=bool).copy()
+    d = p.shape[0]
+
+    def undirected(a: int, b: int) -> bool:
+        return p[a, b] and p[b, a]
+
+    def directed(a: int, b: int) -> bool:
+        return p[a, b] and not p[b, a]
+
+    def adjacent(a: int, b: int) -> bool:
+        return p[a, b] or p[b, a]
+
+    changed = True
+    while changed:
+        changed = False
+        for a in range(d):
+            for b in range(d):
+                if a == b or not undirected(a, b):
+                    continue
+                orient = False
+                # R1: c -> a — b, c not adjacent to b  ⇒  a -> b
+                for c in range(d):
+                    if c != b and directed(c, a) and not adjacent(c, b):
+                        orient = True
+                        break
+                # R2: a -> c -> b and a — b  ⇒  a -> b
+                if not orient:
+                    for c in range(d):
+                        if directed(a, c) and directed(c, b):
+                            orient = True
+                            break
+                # R3: a — c1 -> b, a — c2 -> b, c1, c2 non-adjacent  ⇒  a -> b
+                if not orient:
+                    cs = [c for c in range(d) if undirected(a, c) and directed(c, b)]
+                    for c1, c2 in itertools.combinations(cs, 2):
+                        if not adjacent(c1, c2):
+                            orient = True
+                            break
+                # R4: a — c -> e -> b, c non-adjacent to b, a adjacent to e  ⇒  a -> b
+                if not orient:
+                    for c in range(d):
+                        if c in (a, b) or not undirected(a, c) or adjacent(c, b):
+                            continue
+                        for e in range(d):
+                            if e in (a, b, c):
+                                continue
+                            if directed(c, e) and directed(e, b) and adjacent(a, e):
+                                orient = True
+                                break
+                        if orient:
+                            break
+                if orient:
+                    p[b, a] = False
+                    changed = True
+    return p
+
+
+def pdag_to_graph(pdag: np.ndarray, names: Sequence[str]) -> Graph:
+    """Convert a boolean PDAG matrix (see :func:`apply_meek_rules`) to a :class:`Graph`."""
+    p = np.asarray(pdag, dtype=bool)
+    directed = p & ~p.T
+    undirected = p & p.T
+    return Graph.from_cpdag_matrix(directed, undirected, names)
+
+
+def cpdag_from_dag(dag: Graph | np.ndarray, names: Sequence[str] | None = None) -> Graph:
+    """The CPDAG (essential graph) of a DAG: keep its v-structures' edges, then Meek's rules."""
+    if isinstance(dag, Graph):
+        names = dag.names
+        a = dag.directed_adjacency()
+        if not dag.is_dag():
+            raise GraphError("cpdag_from_dag needs a DAG")
+    else:
+        a = np.asarray(dag) != 0
+        if names is None:
+            names = [f"X{i + 1}" for i in range(a.shape[0])]
+    d = a.shape[0]
+    compelled = np.zeros_like(a)
+    for k in range(d):
+        pa = np.nonzero(a[:, k])[0]
+        for i, j in itertools.combinations(pa, 2):
+            if not (a[i, j] or a[j, i]):
+                compelled[i, k] = compelled[j, k] = True
+    skeleton = a | a.T
+    pdag = skeleton & ~(compelled.T)  # compelled i->k: drop k->i
+    return pdag_to_graph(apply_meek_rules(pdag), names)

@@ -1,6 +1,11 @@
-"""The ``heuresis`` command. Each subcommand is a module in this package exposing
-``HELP`` (one line), ``add_arguments(parser)`` and ``run(args) -> int``; modules import
-their heavy dependencies inside ``run`` so that ``heuresis --help`` stays fast.
+"""The ``heuresis`` command. Each subcommand is a module exposing ``HELP`` (one line),
+``add_arguments(parser)`` and ``run(args) -> int``; modules import their heavy dependencies
+inside ``run`` so that ``heuresis --help`` stays fast.
+
+Built-in subcommands live in this package. Other packages add subcommands through the
+``heuresis.commands`` entry-point group (name = subcommand, value = module); that is how
+``heuresis baselines`` and ``heuresis evaluate`` arrive without ``heuresis_env`` importing
+``baselines`` or ``agents``.
 """
 
 from __future__ import annotations
@@ -18,6 +23,16 @@ SUBCOMMANDS: dict[str, str] = {
 }
 
 
+def discover_subcommands() -> dict[str, str]:
+    """Built-in subcommands plus those declared in the ``heuresis.commands`` entry points."""
+    from importlib.metadata import entry_points
+
+    found = dict(SUBCOMMANDS)
+    for ep in entry_points(group="heuresis.commands"):
+        found.setdefault(ep.name, ep.value)
+    return found
+
+
 def build_parser() -> argparse.ArgumentParser:
     from heuresis_env import __version__
 
@@ -27,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"heuresis {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, module_name in SUBCOMMANDS.items():
+    for name, module_name in discover_subcommands().items():
         module = importlib.import_module(module_name)
         p = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(p)

@@ -1,0 +1,37 @@
+"""The ideal oracle: PC-KCI's output with every true edge it wrongly deleted restored.
+
+It is the ceiling for repairing deletions, not for the task (spec section 2). A restored
+edge gets its true direction (the oracle knows it); adjacency F1 does not depend on that
+choice, SHD does — documented in docs/scores.md.
+"""
+
+from __future__ import annotations
+
+from heuresis_env.graphs import Graph
+from heuresis_env.instances import Instance
+from heuresis_env.pc import Deletion
+
+from baselines.reference import reference_record
+
+
+def restore_wrong_deletions(pc_graph: Graph, deletion_log: list[Deletion], true_dag: Graph) -> Graph:
+    """Add back, with their true direction, the deleted pairs that are edges of ``true_dag``."""
+    repaired = pc_graph.copy()
+    for deletion in deletion_log:
+        x, y = deletion.x, deletion.y
+        if true_dag.adjacent(x, y) and not repaired.adjacent(x, y):
+            if y in true_dag.children(x):
+                repaired.add_directed(x, y)
+            else:
+                repaired.add_directed(y, x)
+    return repaired
+
+
+def ideal_oracle(instance: Instance, alpha: float = 0.05) -> Graph:
+    """The oracle graph of one instance, from the (cached) PC-KCI reference result."""
+    record = reference_record(instance, "pc-kci", {"alpha": alpha})
+    result = record.graph_result()
+    if not result.ok:
+        raise RuntimeError(f"PC-KCI failed on instance {instance.key}: {result.error}")
+    log = [Deletion(**d) for d in result.extras["deletion_log"]]
+    return restore_wrong_deletions(result.graph, log, instance.record.dag)

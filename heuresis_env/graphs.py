@@ -89,15 +89,24 @@ class Graph:
         d = len(self.names)
         if marks is None:
             marks = np.zeros((d, d), dtype=np.int8)
-        marks = np.asarray(marks, dtype=np.int8).copy()
-        if marks.shape != (d, d):
-            raise GraphError(f"mark matrix has shape {marks.shape}, expected {(d, d)}")
+        raw = np.asarray(marks)
+        if raw.shape != (d, d):
+            raise GraphError(f"mark matrix has shape {raw.shape}, expected {(d, d)}")
+        # validate before the int8 cast, which would wrap 258 to 2 or truncate 1.5 to 1
+        if raw.dtype.kind in "iub":
+            valid = (raw >= 0) & (raw <= max(EdgeMark))
+        else:
+            valid = np.isin(raw, [int(m) for m in EdgeMark])
+        if not np.all(valid):
+            bad = raw[~valid].ravel()[0]
+            bad = bad.item() if isinstance(bad, np.generic) else bad
+            raise GraphError(f"mark {bad!r} is not one of {[int(m) for m in EdgeMark]} "
+                             f"({', '.join(m.name for m in EdgeMark)})")
+        marks = raw.astype(np.int8)  # always a copy: the graph owns its mark matrix
         if np.any(np.diag(marks) != 0):
             raise GraphError("self-loops are not allowed (nonzero diagonal)")
         if np.any((marks != 0) != (marks.T != 0)):
             raise GraphError("mark matrix must have a mark at both ends of every edge")
-        if marks.min() < 0 or marks.max() > max(EdgeMark):
-            raise GraphError(f"marks must be in {[int(m) for m in EdgeMark]}")
         self.marks = marks
         self._index = {n: i for i, n in enumerate(self.names)}
 
@@ -110,6 +119,10 @@ class Graph:
     def from_dag(cls, adjacency: np.ndarray, names: Sequence[str]) -> Graph:
         """From a directed adjacency matrix, ``adjacency[i, j] != 0`` meaning i → j."""
         a = np.asarray(adjacency) != 0
+        if a.ndim != 2 or a.shape[0] != a.shape[1]:
+            raise GraphError(f"adjacency must be a square matrix, got shape {a.shape}")
+        if np.any(np.diag(a)):
+            raise GraphError("self-loops are not allowed (nonzero diagonal of the adjacency)")
         if np.any(a & a.T):
             raise GraphError("a DAG adjacency matrix cannot have both i→j and j→i")
         marks = np.zeros(a.shape, dtype=np.int8)
@@ -218,9 +231,14 @@ class Graph:
 
     # ---- edits ----------------------------------------------------------------------
     def set_edge(self, u: str, v: str, mark_u: EdgeMark, mark_v: EdgeMark) -> None:
+        """Set the edge u–v with ``mark_u`` at u's end and ``mark_v`` at v's end."""
         i, j = self.index(u), self.index(v)
         if i == j:
             raise GraphError(f"self-loop on {u!r} is not allowed")
+        for mark in (mark_u, mark_v):
+            if mark not in set(EdgeMark):
+                raise GraphError(f"mark {mark!r} is not one of "
+                                 f"{', '.join(f'{m.name}={int(m)}' for m in EdgeMark)}")
         if (mark_u == EdgeMark.NONE) != (mark_v == EdgeMark.NONE):
             raise GraphError("an edge needs a mark at both ends (or NONE at both to remove it)")
         self.marks[j, i] = mark_u
@@ -256,7 +274,11 @@ class Graph:
 
     @classmethod
     def from_dict(cls, data: dict) -> Graph:
-        return cls(data["names"], np.asarray(data["marks"], dtype=np.int8))
+        """Inverse of :meth:`to_dict`."""
+        missing = [key for key in ("names", "marks") if key not in data]
+        if missing:
+            raise GraphError(f"graph dict lacks {missing}; expected keys 'names' and 'marks'")
+        return cls(data["names"], np.asarray(data["marks"]))
 
     def restricted(self, names: Sequence[str]) -> Graph:
         """The induced subgraph over ``names`` (in that order)."""
@@ -306,9 +328,9 @@ def orient_v_structures(skeleton: np.ndarray,
 
     Returns a PDAG as a directed matrix ``P`` where ``P[i, j] and not P[j, i]`` is i → j and
     ``P[i, j] and P[j, i]`` is i — j. An unshielded triple i — k — j is a collider when k is
-    not in the separating set of (i, j). Conflicting orientations (i → k ← j and k → i from
-    another triple) resolve to a bidirected pair being kept as the first orientation found;
-    triples are visited in index order so the result is deterministic.
+    not in the separating set of (i, j). When two colliders disagree on an edge's direction
+    (possible with errors in the separating sets) the first orientation found is kept and no
+    bidirected edge is made; triples are visited in index order so the result is deterministic.
     """
     s = np.asarray(skeleton, dtype=bool)
     d = s.shape[0]
@@ -408,6 +430,10 @@ def cpdag_from_dag(dag: Graph | np.ndarray, names: Sequence[str] | None = None) 
             raise GraphError("cpdag_from_dag needs a DAG")
     else:
         a = np.asarray(dag) != 0
+        if a.ndim != 2 or a.shape[0] != a.shape[1]:
+            raise GraphError(f"adjacency must be a square matrix, got shape {a.shape}")
+        if np.any(np.diag(a)) or has_directed_cycle(a):
+            raise GraphError("cpdag_from_dag needs a DAG; the adjacency has a directed cycle")
         if names is None:
             names = [f"X{i + 1}" for i in range(a.shape[0])]
     d = a.shape[0]

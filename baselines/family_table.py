@@ -39,7 +39,7 @@ class Cell:
         boot = paired_bootstrap(np.asarray(values, float),
                                 None if reference is None else np.asarray(reference, float),
                                 n_resamples=n_resamples, seed=seed)
-        return cls(float(boot.mean), float(boot.low), float(boot.high), int(len(values)))
+        return cls(float(boot.mean), float(boot.low), float(boot.high), int(boot.n))
 
     def __str__(self) -> str:
         return f"{self.mean:6.3f} [{self.low:6.3f}, {self.high:6.3f}]"

@@ -23,7 +23,8 @@ class UnknownNameError(HeuresisError, KeyError):
         self.known = sorted(str(k) for k in known)
         close = difflib.get_close_matches(str(name), self.known, n=3)
         hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        message = f"unknown {kind} {name!r}.{hint} Known {kind}s: {', '.join(self.known)}."
+        plural = kind[:-1] + "ies" if kind.endswith("y") and kind[-2:-1] not in "aeiou" else kind + "s"
+        message = f"unknown {kind} {name!r}.{hint} Known {plural}: {', '.join(self.known)}."
         super().__init__(message)
 
     def __str__(self) -> str:  # KeyError would otherwise quote the whole message

@@ -61,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     except HeuresisError as exc:
         print(f"heuresis {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # output piped into `head` and closed early
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt:
         print(f"heuresis {args.command}: interrupted", file=sys.stderr)
         return 130

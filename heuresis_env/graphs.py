@@ -328,9 +328,11 @@ def orient_v_structures(skeleton: np.ndarray,
 
     Returns a PDAG as a directed matrix ``P`` where ``P[i, j] and not P[j, i]`` is i → j and
     ``P[i, j] and P[j, i]`` is i — j. An unshielded triple i — k — j is a collider when k is
-    not in the separating set of (i, j). When two colliders disagree on an edge's direction
-    (possible with errors in the separating sets) the first orientation found is kept and no
-    bidirected edge is made; triples are visited in index order so the result is deterministic.
+    not in the separating set of (i, j). When colliders conflict (possible with errors in the
+    separating sets), a triple is skipped whole if either of its edges already points out of
+    k — causal-learn's ``uc_priority=2`` ("prioritize existing colliders") — so no bidirected
+    edge is made, and it is skipped when its orientation would close a directed cycle. Triples
+    are visited in index order so the result is deterministic.
     """
     s = np.asarray(skeleton, dtype=bool)
     d = s.shape[0]
@@ -343,11 +345,12 @@ def orient_v_structures(skeleton: np.ndarray,
             sepset = separating_sets.get(frozenset((int(i), int(j))))
             if sepset is None or k in set(sepset):
                 continue
-            # orient i -> k <- j unless it would reverse an already oriented edge
-            if pdag[k, i] and pdag[i, k]:
-                pdag[k, i] = False
-            if pdag[k, j] and pdag[j, k]:
-                pdag[k, j] = False
+            if (pdag[k, i] and not pdag[i, k]) or (pdag[k, j] and not pdag[j, k]):
+                continue  # an edge already points out of k: keep the earlier collider
+            if _reaches(pdag, k, i) or _reaches(pdag, k, j):
+                continue  # i -> k or j -> k would close a directed cycle
+            pdag[k, i] = False
+            pdag[k, j] = False
     return pdag
 
 
@@ -355,6 +358,9 @@ def apply_meek_rules(pdag: np.ndarray) -> np.ndarray:
     """Close a PDAG under Meek's rules R1–R4 (Meek 1995).
 
     ``pdag[i, j] and not pdag[j, i]`` is i → j; both True is i — j. Returns a new matrix.
+    On a PDAG from erroneous tests the rules could close a directed cycle; as in
+    causal-learn, an orientation a → b is skipped when b already reaches a by directed edges,
+    so the result never has a directed cycle that the input did not.
     """
     p = np.asarray(pdag, dtype=bool).copy()
     d = p.shape[0]
@@ -407,10 +413,26 @@ def apply_meek_rules(pdag: np.ndarray) -> np.ndarray:
                                 break
                         if orient:
                             break
-                if orient:
+                if orient and not _reaches(p, b, a):
                     p[b, a] = False
                     changed = True
     return p
+
+
+def _reaches(p: np.ndarray, source: int, target: int) -> bool:
+    """True when a directed path source → … → target exists in PDAG ``p`` (directed edges only)."""
+    directed = p & ~p.T
+    seen = {source}
+    stack = [source]
+    while stack:
+        node = stack.pop()
+        for nxt in np.nonzero(directed[node])[0]:
+            if nxt == target:
+                return True
+            if nxt not in seen:
+                seen.add(int(nxt))
+                stack.append(int(nxt))
+    return False
 
 
 def pdag_to_graph(pdag: np.ndarray, names: Sequence[str]) -> Graph:

@@ -155,6 +155,7 @@ CI_TESTS: dict[str, str | type[CITest]] = {
     "rcit": "heuresis_env.citests.rcit:RCIT",
     "rcot": "heuresis_env.citests.rcit:RCoT",
     "dcor": "heuresis_env.citests.dcor_test:DistanceCorrelation",
+    "dsep": "heuresis_env.citests.dseparation:DSeparation",
 }
 
 

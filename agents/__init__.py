@@ -1,0 +1,9 @@
+"""Policies for Heuresis environments: routers, the language-model wrapper, RL policies.
+
+Every policy implements :class:`Policy` (reset with the first observation and info, then map
+observations to actions); :func:`run_episode` drives any of them.
+"""
+
+from heuresis_env.policy import EpisodeResult, Policy, run_episode
+
+__all__ = ["EpisodeResult", "Policy", "run_episode"]

@@ -1,0 +1,106 @@
+"""One interface for every policy: language-model wrappers, RL policies, scripted routers and
+the reference baselines.
+
+It lives in ``heuresis_env`` so that the evaluation runner can drive any policy without
+importing ``agents`` or ``baselines``; ``agents`` re-exports it for policy authors.
+
+A policy is reset with the first observation and info, then maps each observation (and the
+step's info) to one action: a JSON string or a dict ``{"tool": NAME, "args": {...}}`` on the
+text view, an integer on the RL view. :func:`run_episode` drives any policy on any Heuresis
+env and returns an :class:`EpisodeResult`.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import gymnasium as gym
+
+
+class Policy(ABC):
+    """Base class of all policies. Subclasses set ``name`` and implement :meth:`act`."""
+
+    name: str = "policy"
+    #: "text" (JSON/dict actions) or "rl" (integer actions on the RL view)
+    interface: str = "text"
+
+    def reset(self, observation: Any, info: dict[str, Any]) -> None:
+        """Start an episode. The default keeps nothing."""
+
+    @abstractmethod
+    def act(self, observation: Any, info: dict[str, Any]) -> Any:
+        """The next action for this observation."""
+
+    def usage(self) -> dict[str, Any]:
+        """Resources used in the current episode (tokens, cost, API retries); empty by default."""
+        return {}
+
+    def transcript(self) -> list[dict[str, Any]] | None:
+        """The episode's full exchange with a model, for policies that have one."""
+        return None
+
+    def close(self) -> None:
+        """Release resources (clients, servers)."""
+
+
+@dataclass
+class EpisodeResult:
+    """What one episode produced: the final scores and how the episode ended."""
+
+    policy: str
+    instance: dict[str, Any]
+    scores: dict[str, float]
+    steps: int
+    terminated: bool
+    truncated: bool
+    termination_reason: str
+    wall_seconds: float
+    total_reward: float
+    usage: dict[str, Any] = field(default_factory=dict)
+    final_graph: dict[str, Any] | None = None
+    error: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        """True when the policy submitted (the reporting rule's "finished episode")."""
+        return self.terminated and not self.truncated
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def run_episode(env: gym.Env, policy: Policy, *, seed: int | None = None,
+                options: dict[str, Any] | None = None, max_actions: int = 100_000) -> EpisodeResult:
+    """Drive ``policy`` on ``env`` from reset until the episode terminates or truncates.
+
+    The env enforces the budgets; ``max_actions`` only guards against an env that never ends.
+    """
+    started = time.perf_counter()
+    observation, info = env.reset(seed=seed, options=options)
+    policy.reset(observation, info)
+    instance = dict(info.get("instance", {}))
+    total_reward, steps = 0.0, 0
+    terminated = truncated = False
+    while not (terminated or truncated):
+        if steps >= max_actions:
+            raise RuntimeError(f"episode did not end after {max_actions} actions")
+        action = policy.act(observation, info)
+        observation, reward, terminated, truncated, info = env.step(action)
+        total_reward += float(reward)
+        steps += 1
+    return EpisodeResult(
+        policy=policy.name,
+        instance=instance,
+        scores=dict(info.get("scores", {})),
+        steps=steps,
+        terminated=bool(terminated),
+        truncated=bool(truncated),
+        termination_reason=str(info.get("termination_reason", "submitted" if terminated else "")),
+        wall_seconds=time.perf_counter() - started,
+        total_reward=total_reward,
+        usage=policy.usage(),
+        final_graph=info.get("final_graph"),
+    )

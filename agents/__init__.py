@@ -4,6 +4,6 @@ Every policy implements :class:`Policy` (reset with the first observation and in
 observations to actions); :func:`run_episode` drives any of them.
 """
 
-from heuresis_env.policy import EpisodeResult, Policy, run_episode
+from heuresis_env.policy import EpisodeResult, EpisodeSettings, Policy, run_episode
 
-__all__ = ["EpisodeResult", "Policy", "run_episode"]
+__all__ = ["EpisodeResult", "EpisodeSettings", "Policy", "run_episode"]

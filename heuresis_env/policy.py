@@ -20,12 +20,38 @@ from typing import Any
 import gymnasium as gym
 
 
+@dataclass(frozen=True)
+class EpisodeSettings:
+    """The settings every policy in a comparison shares, imposed by the runner.
+
+    The environment enforces the step and wall budgets; a language-model policy also obeys
+    ``token_budget_per_turn``, ``prompt_level`` and ``target``. Scripted policies may ignore
+    what does not apply to them, but they receive the same object.
+    """
+
+    max_steps: int = 50
+    max_seconds: float = 600.0
+    token_budget_per_turn: int = 4096
+    prompt_level: int = 1
+    target: str = "none"
+    guided: bool = False
+    toolbox: str = "full"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 class Policy(ABC):
     """Base class of all policies. Subclasses set ``name`` and implement :meth:`act`."""
 
     name: str = "policy"
     #: "text" (JSON/dict actions) or "rl" (integer actions on the RL view)
     interface: str = "text"
+    settings: EpisodeSettings = EpisodeSettings()
+
+    def configure(self, settings: EpisodeSettings) -> None:
+        """Receive the run's shared settings before the first episode (the runner calls it)."""
+        self.settings = settings
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
         """Start an episode. The default keeps nothing."""

@@ -20,6 +20,7 @@ from heuresis_env.errors import HeuresisError
 SUBCOMMANDS: dict[str, str] = {
     "generate": "heuresis_env.cli.generate",
     "show": "heuresis_env.cli.show",
+    "doctor": "heuresis_env.cli.doctor",
 }
 
 

@@ -20,6 +20,8 @@ from heuresis_env.errors import HeuresisError
 SUBCOMMANDS: dict[str, str] = {
     "generate": "heuresis_env.cli.generate",
     "show": "heuresis_env.cli.show",
+    "tools": "heuresis_env.cli.tools",
+    "replay": "heuresis_env.cli.replay",
     "doctor": "heuresis_env.cli.doctor",
 }
 

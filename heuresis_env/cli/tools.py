@@ -1,0 +1,30 @@
+"""``heuresis tools``: print the toolbox reference (Markdown, generated from the registry)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+HELP = "print the toolbox reference (or the tools' JSON schemas for function calling)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--schemas", choices=["openai", "anthropic"], default=None,
+                        help="print the function-calling schemas as JSON instead")
+    parser.add_argument("--toolbox", choices=["full", "minimal"], default="full",
+                        help="with --schemas: the toolbox (default: full)")
+    parser.add_argument("--guided", action="store_true",
+                        help="with --schemas: include the guided-only tools")
+
+
+def run(args: argparse.Namespace) -> int:
+    import heuresis_env.toolbox as toolbox
+    from heuresis_env.toolbox.reference import render_reference
+
+    if args.schemas:
+        schemas = toolbox.tool_schemas(args.toolbox, args.guided, args.schemas)
+        sys.stdout.write(json.dumps(schemas, indent=2) + "\n")
+    else:
+        sys.stdout.write(render_reference())
+    return 0

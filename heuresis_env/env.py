@@ -513,6 +513,7 @@ class HeuresisEnv(gym.Env):
         self._open_trace(seed, index)
         self._started = time.perf_counter()
         info = {"instance_index": index, "split": self.split, "sha256": public.sha256,
+                "instance": public.key.to_dict(),
                 "guided": self.guided, "n_tools": len(self._offered)}
         return self._observation(), info
 
@@ -669,7 +670,8 @@ class HeuresisEnv(gym.Env):
         self._episode_over = True
         self._final_info = {"termination_reason": reason, "submitted": reason == "submitted",
                             "scores": scores, "steps_used": self._steps_used,
-                            "instance_index": self._public.key.index}
+                            "instance_index": self._public.key.index,
+                            "final_graph": self._state.working_graph.to_dict()}
         if self._trace is not None:
             self._trace.close({"termination_reason": reason, "scores": scores,
                                "final_graph": self._state.working_graph.to_dict(),

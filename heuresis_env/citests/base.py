@@ -12,8 +12,7 @@ import hashlib
 import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -21,9 +20,12 @@ from heuresis_env.cache import RecordLog, cache_root, stable_hash
 from heuresis_env.errors import DataError, HeuresisError, UnknownNameError
 
 
-@dataclass(frozen=True)
-class CIResult:
-    """One test's outcome. ``conditioning_set`` is sorted; ``x < y``."""
+class CIResult(NamedTuple):
+    """One test's outcome. ``conditioning_set`` is sorted; ``x < y``.
+
+    A named tuple rather than a dataclass: PC builds one per test and Fisher-z tests cost
+    microseconds, so construction cost matters.
+    """
 
     x: int
     y: int
@@ -63,8 +65,9 @@ class CITest(ABC):
     """Base class: subclasses set ``name`` and implement :meth:`_compute`.
 
     Parameters beyond the data are keyword arguments stored in ``self.params`` (they enter
-    the disk-cache key). ``rng`` (a ``numpy.random.Generator``) is accepted by randomized
-    tests; the base class turns it into an integer seed so results stay cacheable.
+    the disk-cache key). Randomized tests take an integer ``seed`` (or turn an ``rng`` into
+    one themselves) and derive each call's generator from (seed, x, y, S), so a result does
+    not depend on call order and stays cacheable.
     """
 
     name: ClassVar[str] = "abstract"
@@ -96,41 +99,47 @@ class CITest(ABC):
         """The parameters that change a result (default: all of ``self.params``)."""
         return self.params
 
-    def _normalize(self, x: int, y: int, conditioning_set: Iterable[int]) -> tuple[int, int, tuple[int, ...]]:
-        try:
-            s = tuple(sorted({int(v) for v in conditioning_set}))
-            x, y = int(x), int(y)
-        except (TypeError, ValueError) as exc:
-            raise HeuresisError(f"variables must be column indices: {exc}") from None
-        for v in (x, y, *s):
-            if not 0 <= v < self.d:
-                raise HeuresisError(f"column index {v} out of range 0..{self.d - 1}")
+    def _normalize(self, x: int, y: int,
+                   conditioning_set: Iterable[int]) -> tuple[int, int, tuple[int, ...]]:
+        s = tuple(sorted(set(conditioning_set))) if conditioning_set else ()
+        if type(x) is not int or type(y) is not int or any(type(v) is not int for v in s):
+            try:  # NumPy integers, strings of digits…: convert once, off the fast path
+                x, y = int(x), int(y)
+                s = tuple(sorted({int(v) for v in s}))
+            except (TypeError, ValueError) as exc:
+                raise HeuresisError(f"variables must be column indices: {exc}") from None
+        d = self.d
+        if not (0 <= x < d and 0 <= y < d and (not s or (s[0] >= 0 and s[-1] < d))):
+            bad = [v for v in (x, y, *s) if not 0 <= v < d]
+            raise HeuresisError(f"column index {bad[0]} out of range 0..{d - 1}")
         if x == y:
             raise HeuresisError(f"x and y must differ (both are {x})")
         if x in s or y in s:
             raise HeuresisError(f"the conditioning set {list(s)} contains x={x} or y={y}")
-        if x > y:
-            x, y = y, x
-        return x, y, s
+        return (x, y, s) if x < y else (y, x, s)
 
     def test(self, x: int, y: int, conditioning_set: Iterable[int] = ()) -> CIResult:
         """Test x ⟂ y | conditioning_set (column indices); symmetric in x and y."""
-        x, y, s = self._normalize(x, y, conditioning_set)
-        key = (x, y, s)
+        key = self._normalize(x, y, conditioning_set)
         hit = self._memory.get(key)
         if hit is not None:
             return hit
-        disk_key = f"{x},{y}|{','.join(map(str, s))}"
-        if disk_key in self._disk_entries:
-            stat, p = self._disk_entries[disk_key]
+        disk_key = None
+        cached = None
+        if self._disk is not None:
+            disk_key = f"{key[0]},{key[1]}|{','.join(map(str, key[2]))}"
+            cached = self._disk_entries.get(disk_key)
+        if cached is not None:
+            stat, p = cached
         else:
-            stat, p = self._compute(x, y, s)
-            stat, p = float(stat), float(min(max(p, 0.0), 1.0))
+            stat, p = self._compute(*key)
+            p = 0.0 if p < 0.0 else (1.0 if p > 1.0 else float(p))
+            stat = float(stat)
             self.n_computed += 1
-            if self._disk is not None:
+            if disk_key is not None:
                 self._disk.append(disk_key, [stat, p])
                 self._disk_entries[disk_key] = [stat, p]
-        result = CIResult(x, y, s, float(stat), float(p), self.name)
+        result = CIResult(key[0], key[1], key[2], stat, p, self.name)
         self._memory[key] = result
         return result
 

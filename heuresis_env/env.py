@@ -514,6 +514,8 @@ class HeuresisEnv(gym.Env):
         self._started = time.perf_counter()
         info = {"instance_index": index, "split": self.split, "sha256": public.sha256,
                 "instance": public.key.to_dict(),
+                # the task's public input, for scripted policies that compute on it directly
+                "data": public.X.copy(), "names": list(public.names),
                 "guided": self.guided, "n_tools": len(self._offered)}
         return self._observation(), info
 

@@ -297,10 +297,20 @@ def validate_for_target(state: EpisodeState, graph: Graph) -> None:
                             "forbids")
 
 
-def _set_graph(state: EpisodeState, args: SetGraphArgs) -> ToolResult:
+class SubmitArgs(EditArgs):
+    edges: list[Annotated[str, Field(max_length=3 * MAX_NAME_CHARS)]] | None = Field(
+        None, max_length=MAX_LIST_ITEMS,
+        description="optional: the final graph as an edge list (as in set_graph); when given "
+                    "it replaces the working graph before submitting, and a list that cannot "
+                    "be read is rejected without ending the episode")
+    evidence: EvidenceIds = Field(default_factory=list)
+
+
+def _graph_from_edges(state: EpisodeState, edges: list[str]) -> Graph:
+    """A graph from edge strings, checked for duplicates and for the episode's target."""
     graph = Graph(state.names)
     seen: dict[frozenset[str], str] = {}
-    for text in args.edges:
+    for text in edges:
         edge = parse_edge(state, text)
         pair = frozenset((edge.u, edge.v))
         if pair in seen:
@@ -309,7 +319,11 @@ def _set_graph(state: EpisodeState, args: SetGraphArgs) -> ToolResult:
         seen[pair] = text
         graph.set_edge(edge.u, edge.v, edge.mark_u, edge.mark_v)
     validate_for_target(state, graph)
-    state.working_graph = graph
+    return graph
+
+
+def _set_graph(state: EpisodeState, args: SetGraphArgs) -> ToolResult:
+    state.working_graph = _graph_from_edges(state, args.edges)
     return _edit_result(state, None, "Replaced the working graph.")
 
 
@@ -320,7 +334,9 @@ def _load_graph(state: EpisodeState, args: LoadGraphArgs) -> ToolResult:
     return _edit_result(state, None, f"Loaded {args.name!r} as the working graph.")
 
 
-def _submit(state: EpisodeState, args: NoArgs) -> ToolResult:
+def _submit(state: EpisodeState, args: SubmitArgs) -> ToolResult:
+    if args.edges is not None:
+        state.working_graph = _graph_from_edges(state, args.edges)
     return ToolResult(
         text=f"Submitted the working graph: {graph_summary(state.working_graph)}. "
              "The episode is over.",
@@ -540,8 +556,10 @@ register_tool(Tool(
     args_model=SetGraphArgs, run=_set_graph, category="graph edit", edits_graph=True))
 register_tool(Tool(
     name="submit",
-    description="Submit the working graph as the answer; this ends the episode.",
-    args_model=NoArgs, run=_submit, category="graph edit",
+    description="Submit the working graph as the answer; this ends the episode. Optionally "
+                "pass the final graph as `edges` (as in set_graph) to replace the working "
+                "graph and submit in one step.",
+    args_model=SubmitArgs, run=_submit, category="graph edit", edits_graph=True,
     rl=RLSpec("submit", "none", make_args=lambda s, i, j: {})))
 register_tool(Tool(
     name="save_graph",

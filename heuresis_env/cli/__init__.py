@@ -22,6 +22,7 @@ SUBCOMMANDS: dict[str, str] = {
     "show": "heuresis_env.cli.show",
     "tools": "heuresis_env.cli.tools",
     "replay": "heuresis_env.cli.replay",
+    "evaluate": "heuresis_env.cli.evaluate",
     "doctor": "heuresis_env.cli.doctor",
 }
 

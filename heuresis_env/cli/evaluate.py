@@ -1,0 +1,82 @@
+"""``heuresis evaluate``: run a policy on benchmark episodes into a resumable run directory."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = ("run a policy on the instances of one family (or all) under identical budgets, "
+        "resumably, into a run directory")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from heuresis_env.policy import EpisodeSettings
+
+    defaults = EpisodeSettings()
+    parser.add_argument("--policy", required=True, metavar="SPEC",
+                        help="a registered policy name (entry points 'heuresis.policies') or "
+                             "module:attr for any factory returning a Policy")
+    parser.add_argument("--policy-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="an option passed to the policy factory (VALUE read as JSON when "
+                             "it parses, else as text); repeatable")
+    parser.add_argument("--family", default="all",
+                        help="a family name (lg, anm, hetero, wild, mixed, gauntlet, or any "
+                             "registered one), several joined by commas, or 'all' (default)")
+    parser.add_argument("--split", choices=["dev", "test"], default="test",
+                        help="instances of the dev (0-99) or test (0-31) split (default test; "
+                             "sealed by $HEURESIS_TEST_SALT when it is set)")
+    parser.add_argument("--count", type=int, default=None,
+                        help="the first COUNT instances of each family (default: the split)")
+    budgets = parser.add_argument_group("budgets and options (identical for every policy)")
+    budgets.add_argument("--max-steps", type=int, default=defaults.max_steps,
+                         help=f"step budget per episode (default {defaults.max_steps})")
+    budgets.add_argument("--max-seconds", type=float, default=defaults.max_seconds,
+                         help=f"wall-time budget per episode (default {defaults.max_seconds:g})")
+    budgets.add_argument("--token-budget", type=int, default=defaults.token_budget_per_turn,
+                         help="tokens per turn for language-model policies (default "
+                              f"{defaults.token_budget_per_turn})")
+    budgets.add_argument("--guided", action=argparse.BooleanOptionalAction,
+                         default=defaults.guided,
+                         help="start from PC-KCI's output with the deletion log (default: no)")
+    budgets.add_argument("--toolbox", choices=["full", "minimal"], default=defaults.toolbox,
+                         help="full, or minimal: no code tool, stability or orientation probes")
+    budgets.add_argument("--target", choices=["none", "cpdag", "dag"], default=defaults.target,
+                         help="the stated target (default none: skeleton)")
+    budgets.add_argument("--prompt-level", type=int, choices=[1, 2, 3, 4],
+                         default=defaults.prompt_level,
+                         help="prompt level for language-model policies, 1 (bare task) to 4 "
+                              "(method hints)")
+    parser.add_argument("--repeats", type=int, default=1, help="episodes per instance")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="parallel workers (processes or Ray actors), one policy each")
+    parser.add_argument("--backend", choices=["local", "ray"], default="local",
+                        help="local processes (default) or Ray")
+    parser.add_argument("--address", default=None,
+                        help="address of an existing Ray cluster (default: start a local one)")
+    parser.add_argument("--out", required=True, metavar="RUN_DIR",
+                        help="the run directory; rerunning the same command resumes it")
+    parser.add_argument("--force", action="store_true",
+                        help="accept a config that differs from the one stored in RUN_DIR "
+                             "(finished episodes are kept)")
+    parser.add_argument("--d", type=int, default=10, help="variables per instance (default 10)")
+    parser.add_argument("--n", type=int, default=600, help="rows per instance (default 600)")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    from heuresis_env.evaluation.policies import parse_policy_options
+    from heuresis_env.evaluation.runner import evaluate
+    from heuresis_env.policy import EpisodeSettings
+
+    settings = EpisodeSettings(max_steps=args.max_steps, max_seconds=args.max_seconds,
+                               token_budget_per_turn=args.token_budget,
+                               prompt_level=args.prompt_level, target=args.target,
+                               guided=args.guided, toolbox=args.toolbox)
+    families = "all" if args.family == "all" else [
+        name.strip() for name in args.family.split(",") if name.strip()]
+    summary = evaluate(args.policy, families=families, split=args.split, count=args.count,
+                       settings=settings, repeats=args.repeats, workers=args.workers,
+                       backend=args.backend, address=args.address, out_dir=args.out,
+                       policy_options=parse_policy_options(args.policy_option),
+                       force=args.force, d=args.d, n=args.n, progress=not args.no_progress)
+    print(summary.to_text())
+    return 0

@@ -1,0 +1,124 @@
+"""Resolve a policy spec — a name registered in the ``heuresis.policies`` entry points, or
+``module:attr`` — to a factory, and build a policy from it.
+
+``heuresis_env`` imports no policy module by name: packages (``baselines``, ``agents``, or
+anyone's) declare their policies as entry points whose value is a factory callable
+``factory(**options) -> Policy`` (a :class:`~heuresis_env.policy.Policy` subclass qualifies).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from heuresis_env.errors import HeuresisError, UnknownNameError
+from heuresis_env.policy import Policy
+
+#: the entry-point group that names policies
+POLICY_ENTRY_POINT_GROUP = "heuresis.policies"
+
+
+def registered_policies() -> dict[str, str]:
+    """Registered policy names → their ``module:attr`` values (entry points, sorted by name)."""
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep.value for ep in sorted(entry_points(group=POLICY_ENTRY_POINT_GROUP),
+                                               key=lambda ep: ep.name)}
+
+
+def _import_attribute(target: str, spec: str) -> Any:
+    module_name, _, attribute = target.partition(":")
+    if not module_name or not attribute:
+        raise HeuresisError(f"policy {spec!r}: expected 'module:attr' (for example "
+                            f"'mypackage.policies:MyPolicy'), got {target!r}")
+    try:
+        value: Any = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and module_name.startswith(exc.name):
+            raise HeuresisError(f"policy {spec!r}: no module named {exc.name!r} (is it on "
+                                "PYTHONPATH, or its package installed?)") from None
+        raise
+    for part in attribute.split("."):
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            raise HeuresisError(f"policy {spec!r}: module {module_name!r} has no attribute "
+                                f"{attribute!r}") from None
+    return value
+
+
+def resolve_policy_factory(spec: str) -> Callable[..., Policy]:
+    """The factory behind a spec: an entry-point name, or ``module:attr`` for any policy
+    (found on ``sys.path`` or in the working directory).
+
+    An unknown name raises :class:`UnknownNameError` listing the registered names.
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise HeuresisError(f"a policy spec must be a registered name or 'module:attr', "
+                            f"got {spec!r}")
+    spec = spec.strip()
+    if ":" in spec:
+        if os.getcwd() not in sys.path:  # like uvicorn: modules in the working directory
+            sys.path.append(os.getcwd())
+        factory = _import_attribute(spec, spec)
+    else:
+        known = registered_policies()
+        if spec not in known:
+            raise UnknownNameError("policy", spec, known)
+        factory = _import_attribute(known[spec], spec)
+    if not callable(factory):
+        raise HeuresisError(f"policy {spec!r} resolves to {type(factory).__name__}, which is "
+                            "not callable; give a Policy subclass or a factory function")
+    return factory
+
+
+def check_policy_options(spec: str, factory: Callable[..., Any], options: Mapping[str, Any]
+                         ) -> None:
+    """Refuse options the factory does not accept, naming the ones it does."""
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):  # builtins and some C callables have no signature
+        return
+    try:
+        signature.bind(**options)
+    except TypeError as exc:
+        accepted = [name for name, p in signature.parameters.items()
+                    if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        raise HeuresisError(f"policy {spec!r} does not accept the options {sorted(options)} "
+                            f"({exc}); it accepts: {', '.join(accepted) or 'no options'}"
+                            ) from None
+
+
+def make_policy(spec: str, options: Mapping[str, Any] | None = None) -> Policy:
+    """Build a policy from its spec and options; the result must be a :class:`Policy`."""
+    options = dict(options or {})
+    factory = resolve_policy_factory(spec)
+    check_policy_options(spec, factory, options)
+    policy = factory(**options)
+    if not isinstance(policy, Policy):
+        raise HeuresisError(f"policy {spec!r} built a {type(policy).__name__}, not a "
+                            "heuresis_env.policy.Policy")
+    return policy
+
+
+def parse_policy_options(items: Sequence[str] | None) -> dict[str, Any]:
+    """``["k=v", ...]`` → a dict; each value is read as JSON when it parses, else as text."""
+    options: dict[str, Any] = {}
+    for item in items or ():
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier():
+            raise HeuresisError(f"a policy option is KEY=VALUE with KEY a Python identifier, "
+                                f"got {item!r}")
+        if key in options:
+            raise HeuresisError(f"the policy option {key!r} is given twice")
+        try:
+            options[key] = json.loads(text)
+        except json.JSONDecodeError:
+            options[key] = text
+    return options

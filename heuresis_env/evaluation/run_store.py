@@ -1,0 +1,353 @@
+"""The run directory: a config written once, an append-only results file, traces, transcripts.
+
+Layout (the contract with ``heuresis report``; see ``docs/evaluation.md``)::
+
+    RUN_DIR/config.json            the run's policy, settings, instances, versions (atomic write)
+    RUN_DIR/results.jsonl          one JSON object per finished episode, appended atomically
+    RUN_DIR/traces/<id>.jsonl      each episode's environment trace
+    RUN_DIR/transcripts/<id>.json  a language-model policy's transcript, when it has one
+
+Every result line is written by one ``os.write`` on an ``O_APPEND`` descriptor and then
+``fsync``-ed, so a killed or interrupted run never leaves a half line that a reader trusts
+(a reader ignores a last line without a newline) and never loses a finished episode.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from heuresis_env.errors import HeuresisError, InstanceFormatError
+
+#: version of the run directory format written here
+RUN_FORMAT_VERSION = 1
+CONFIG_NAME = "config.json"
+RESULTS_NAME = "results.jsonl"
+TRACES_DIR = "traces"
+TRANSCRIPTS_DIR = "transcripts"
+LOCK_NAME = ".evaluate.lock"
+#: config fields that may differ between a run and its resumption
+IGNORED_CONFIG_FIELDS = frozenset({"created"})
+#: distributions whose versions a config records (those installed)
+RECORDED_PACKAGES = ("heuresis", "numpy", "scipy", "networkx", "gymnasium", "causal-learn",
+                     "torch", "scikit-learn", "dcor", "lingam", "stable-baselines3",
+                     "sb3-contrib", "openai", "anthropic", "ray")
+
+
+# ---- episode ids -------------------------------------------------------------------------------
+
+def episode_id(family: str, split: str, index: int, repeat: int) -> str:
+    """The id of one episode, e.g. ``wild/test/3/r0``."""
+    return f"{family}/{split}/{int(index)}/r{int(repeat)}"
+
+
+def episode_file_stem(episode: str) -> str:
+    """The file-name stem of an episode's trace and transcript (``/`` → ``_``)."""
+    return episode.replace("/", "_")
+
+
+def episode_seed(episode: str) -> int:
+    """The seed passed to ``env.reset`` for an episode: a hash of its id, the same everywhere."""
+    digest = hashlib.sha256(f"heuresis-episode:{episode}".encode()).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+# ---- provenance -----------------------------------------------------------------------------------
+
+def package_versions() -> dict[str, str]:
+    """Versions of Python and of the installed packages that can change a result."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions = {"python": sys.version.split()[0]}
+    for name in RECORDED_PACKAGES:
+        try:
+            versions[name] = version(name)
+        except PackageNotFoundError:
+            continue
+    return versions
+
+
+def code_version() -> str:
+    """``heuresis`` version plus ``git describe --always --dirty`` of its checkout, if any."""
+    from heuresis_env import __version__
+
+    root = Path(__file__).resolve().parents[2]
+    try:
+        described = subprocess.run(
+            ["git", "-C", str(root), "describe", "--always", "--dirty", "--abbrev=12"],
+            capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return __version__
+    if described.returncode != 0 or not described.stdout.strip():
+        return __version__
+    return f"{__version__} (git {described.stdout.strip()})"
+
+
+def salt_digest(salt: str | None) -> str | None:
+    """SHA-256 of a test salt (the config records the digest, never the salt)."""
+    return None if not salt else hashlib.sha256(salt.encode()).hexdigest()
+
+
+def build_config(*, policy: str, policy_options: Mapping[str, Any], settings: Mapping[str, Any],
+                 split: str, families: Sequence[str], count: int, repeats: int, d: int, n: int,
+                 instance_keys: Sequence[Mapping[str, Any]], salt: str | None) -> dict[str, Any]:
+    """The config of a run, in the run directory format."""
+    keys = sorted((dict(k) for k in instance_keys),
+                  key=lambda k: (k["family"], k["split"], k["index"]))
+    return {
+        "format_version": RUN_FORMAT_VERSION,
+        "policy": policy, "policy_options": dict(policy_options), "settings": dict(settings),
+        "split": split, "families": list(families), "count": int(count),
+        "repeats": int(repeats), "d": int(d), "n": int(n), "instance_keys": keys,
+        "salt_digest": salt_digest(salt),
+        "package_versions": package_versions(), "code_version": code_version(),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+# ---- comparing configs ---------------------------------------------------------------------------
+
+def _key_text(key: Mapping[str, Any]) -> str:
+    return (f"{key.get('family')}/{key.get('split')}/{key.get('index')} "
+            f"(d={key.get('d')}, n={key.get('n')}, generator v{key.get('generator_version')})")
+
+
+def _describe_keys(old: Sequence[Mapping], new: Sequence[Mapping]) -> str:
+    as_text = [_key_text(k) for k in old], [_key_text(k) for k in new]
+    old_set, new_set = set(as_text[0]), set(as_text[1])
+    added = [k for k in as_text[1] if k not in old_set]
+    removed = [k for k in as_text[0] if k not in new_set]
+    parts = []
+    if added:
+        parts.append(f"{len(added)} added (e.g. {added[0]})")
+    if removed:
+        parts.append(f"{len(removed)} removed (e.g. {removed[0]})")
+    return f"instance_keys: {'; '.join(parts) or 'same instances, different order'}"
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def config_differences(old: Mapping[str, Any], new: Mapping[str, Any],
+                       prefix: str = "") -> list[str]:
+    """Each field in which two configs differ, as ``field: was X, now Y`` (``created`` aside)."""
+    differences = []
+    for field in sorted(set(old) | set(new)):
+        if not prefix and field in IGNORED_CONFIG_FIELDS:
+            continue
+        name = f"{prefix}{field}"
+        missing = object()
+        a, b = old.get(field, missing), new.get(field, missing)
+        if a == b:
+            continue
+        if a is missing or b is missing:
+            differences.append(f"{name}: {'absent' if a is missing else _short(a)} before, "
+                               f"{'absent' if b is missing else _short(b)} now")
+        elif isinstance(a, Mapping) and isinstance(b, Mapping):
+            differences += config_differences(a, b, prefix=f"{name}.")
+        elif field == "instance_keys" and not prefix:
+            differences.append(_describe_keys(a, b))
+        else:
+            differences.append(f"{name}: was {_short(a)}, now {_short(b)}")
+    return differences
+
+
+# ---- the store -------------------------------------------------------------------------------------
+
+def _atomic_write_bytes(path: Path, payload: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(payload)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def json_line(record: Mapping[str, Any]) -> bytes:
+    """One result record as a strict-JSON line (non-finite floats as strings, like traces)."""
+    from heuresis_env.toolbox.registry import json_safe
+
+    return (json.dumps(json_safe(dict(record)), separators=(",", ":"), allow_nan=False)
+            + "\n").encode("utf-8")
+
+
+class RunStore:
+    """Reads and writes one run directory (see the module docstring for the layout)."""
+
+    def __init__(self, directory: str | os.PathLike):
+        self.directory = Path(directory)
+        self.config_path = self.directory / CONFIG_NAME
+        self.results_path = self.directory / RESULTS_NAME
+        self.traces_dir = self.directory / TRACES_DIR
+        self.transcripts_dir = self.directory / TRANSCRIPTS_DIR
+
+    # ---- locking -------------------------------------------------------------------------
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the directory's writer lock: one ``heuresis evaluate`` per run directory."""
+        from filelock import FileLock, Timeout
+
+        self.directory.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(self.directory / LOCK_NAME))
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            raise HeuresisError(f"another `heuresis evaluate` is writing to {self.directory} "
+                                f"(it holds {self.directory / LOCK_NAME}); wait for it or use "
+                                "another --out") from None
+        try:
+            yield
+        finally:
+            lock.release()
+
+    # ---- config ---------------------------------------------------------------------------
+    def read_config(self) -> dict[str, Any] | None:
+        """The stored config, or None when the directory has none yet."""
+        if not self.config_path.exists():
+            return None
+        try:
+            config = json.loads(self.config_path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise InstanceFormatError(f"{self.config_path} is not JSON ({exc}); it is not a "
+                                      "run directory written by heuresis evaluate") from None
+        if not isinstance(config, dict) or config.get("format_version") != RUN_FORMAT_VERSION:
+            version = config.get("format_version") if isinstance(config, dict) else None
+            raise InstanceFormatError(f"{self.config_path} has run format version {version!r}; "
+                                      f"this code writes version {RUN_FORMAT_VERSION}")
+        return config
+
+    def write_config(self, config: Mapping[str, Any]) -> None:
+        payload = json.dumps(dict(config), indent=2, sort_keys=False) + "\n"
+        _atomic_write_bytes(self.config_path, payload.encode("utf-8"))
+
+    def prepare(self, config: Mapping[str, Any], force: bool = False) -> list[str]:
+        """Start or resume a run: write ``config`` if new, else compare it with the stored one.
+
+        A differing config is refused with every differing field named, unless ``force``: then
+        the stored config is kept as ``config.replaced-<time>.json``, the new one is written,
+        and finished episodes stay finished. Returns the differences that ``force`` accepted.
+        Also drops a torn last line of the results file (an episode that never finished).
+        """
+        self.directory.mkdir(parents=True, exist_ok=True)
+        stored = self.read_config()
+        differences: list[str] = []
+        if stored is None:
+            self.write_config(config)
+        else:
+            differences = config_differences(stored, config)
+            if differences and not force:
+                listed = "\n  ".join(differences)
+                raise HeuresisError(
+                    f"{self.directory} holds a run with another config; these fields "
+                    f"differ:\n  {listed}\nRerun with the same options to resume it, use "
+                    "another --out, or pass --force to accept the new config (finished "
+                    "episodes are kept)")
+            if differences:
+                stamp = time.strftime("%Y%m%dT%H%M%S")
+                self.config_path.replace(self.directory / f"config.replaced-{stamp}.json")
+                self.write_config(config)
+        self.repair_results()
+        return differences
+
+    # ---- results -----------------------------------------------------------------------------
+    def repair_results(self) -> int:
+        """Cut a last line without a newline (left by a writer killed mid-write); bytes cut."""
+        if not self.results_path.exists():
+            return 0
+        with open(self.results_path, "rb+") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            if size == 0:
+                return 0
+            f.seek(size - 1)
+            if f.read(1) == b"\n":
+                return 0
+            position = size
+            keep = 0
+            while position > 0:
+                step = min(65536, position)
+                position -= step
+                f.seek(position)
+                chunk = f.read(step)
+                newline = chunk.rfind(b"\n")
+                if newline >= 0:
+                    keep = position + newline + 1
+                    break
+            f.truncate(keep)
+            os.fsync(f.fileno())
+            return size - keep
+
+    def append_result(self, record: Mapping[str, Any]) -> None:
+        """Append one result line with a single ``write`` on an ``O_APPEND`` fd, then fsync."""
+        payload = json_line(record)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.results_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            written = os.write(fd, payload)
+            if written != len(payload):  # a full disk; the torn line is cut at the next start
+                raise OSError(f"short write to {self.results_path}: {written} of "
+                              f"{len(payload)} bytes")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def read_results(self) -> list[dict[str, Any]]:
+        """The result records in file order (first of any duplicate id; torn last line ignored)."""
+        if not self.results_path.exists():
+            return []
+        records, seen = [], set()
+        with open(self.results_path, encoding="utf-8") as f:
+            for number, line in enumerate(f, start=1):
+                if not line.endswith("\n"):
+                    break
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise InstanceFormatError(f"{self.results_path}:{number}: not JSON "
+                                              f"({exc.msg})") from None
+                if not isinstance(record, dict) or "episode_id" not in record:
+                    raise InstanceFormatError(f"{self.results_path}:{number}: not a result "
+                                              "record (no episode_id)")
+                if record["episode_id"] in seen:
+                    continue
+                seen.add(record["episode_id"])
+                records.append(record)
+        return records
+
+    def finished_ids(self) -> set[str]:
+        """Ids of the episodes that have a result line."""
+        return {record["episode_id"] for record in self.read_results()}
+
+    # ---- traces and transcripts -----------------------------------------------------------------
+    def write_trace(self, episode: str, text: str) -> str:
+        """Store an episode's trace; returns its path relative to the run directory."""
+        relative = f"{TRACES_DIR}/{episode_file_stem(episode)}.jsonl"
+        _atomic_write_bytes(self.directory / relative, text.encode("utf-8"))
+        return relative
+
+    def write_transcript(self, episode: str, transcript: Any) -> str:
+        """Store a policy's transcript as JSON; returns its path relative to the run directory."""
+        from heuresis_env.toolbox.registry import json_safe
+
+        relative = f"{TRANSCRIPTS_DIR}/{episode_file_stem(episode)}.json"
+        payload = json.dumps(json_safe(transcript), indent=1, default=repr) + "\n"
+        _atomic_write_bytes(self.directory / relative, payload.encode("utf-8"))
+        return relative

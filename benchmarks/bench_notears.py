@@ -1,0 +1,239 @@
+"""Time NOTEARS-MLP on one d = 10, n = 600 nonlinear instance (``anm``/dev/0 by default).
+
+Prints the time of one full run (defaults: hidden 10, λ₁ = λ₂ = 0.01, seed 0) of
+``heuresis_env.notears.notears_mlp`` with each engine beside a straightforward
+reference-style implementation measured in the same run: the reference code's
+``NotearsMLP`` as an ``nn.Module`` (fc1_pos, fc1_neg, ``LocallyConnected``), autograd over the
+whole objective, parameters flattened and copied per evaluation (xunzheng/notears
+``nonlinear.py`` + ``LBFGSBScipy``, in float64, with the same tr exp as ours so only the
+evaluation machinery differs). Also prints the evaluation counts, ms per evaluation, and how
+far the runs' raw weights and thresholded graphs are apart; ``--noise-floor`` adds the
+reference with ``scipy.linalg.expm`` (the reference code exactly), whose distance from the
+first row is how far rounding alone moves a full run. All runs use one torch thread and one
+BLAS thread. Usage::
+
+    python benchmarks/bench_notears.py [--family anm] [--index 0] [--repeats 1] [--noise-floor]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from collections.abc import Callable
+
+import numpy as np
+import scipy.linalg
+import scipy.optimize as sopt
+import torch
+from threadpoolctl import threadpool_limits
+from torch import nn
+
+from heuresis_env.notears import expm_nonnegative, notears_mlp
+
+
+class LocallyConnected(nn.Module):
+    """d independent linear maps [n, d, m_in] → [n, d, m_out] (the reference's layer)."""
+
+    def __init__(self, num_linear: int, input_features: int, output_features: int,
+                 bias: bool = True):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(num_linear, input_features, output_features,
+                                               dtype=torch.float64))
+        self.bias = (nn.Parameter(torch.empty(num_linear, output_features, dtype=torch.float64))
+                     if bias else None)
+        bound = math.sqrt(1.0 / input_features)
+        with torch.no_grad():
+            nn.init.uniform_(self.weight, -bound, bound)
+            if self.bias is not None:
+                nn.init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        out = torch.matmul(inputs.unsqueeze(dim=2), self.weight.unsqueeze(dim=0)).squeeze(dim=2)
+        return out + self.bias if self.bias is not None else out
+
+
+class TraceExpm(torch.autograd.Function):
+    """tr(exp(A)) with gradient exp(A)ᵀ, exp(A) by the given NumPy function."""
+
+    @staticmethod
+    def forward(ctx, matrix: torch.Tensor, expm: Callable[[np.ndarray], np.ndarray]
+                ) -> torch.Tensor:
+        exponential = torch.from_numpy(expm(matrix.detach().numpy()))
+        ctx.save_for_backward(exponential)
+        return torch.as_tensor(float(torch.trace(exponential)), dtype=matrix.dtype)
+
+    @staticmethod
+    def backward(ctx, grad_output: torch.Tensor) -> tuple[torch.Tensor, None]:
+        (exponential,) = ctx.saved_tensors
+        return grad_output * exponential.t(), None
+
+
+class ReferenceNotearsMLP(nn.Module):
+    """The reference ``NotearsMLP(dims=[d, hidden, 1])`` in float64."""
+
+    def __init__(self, d: int, hidden: int, bias: bool = True,
+                 expm: Callable[[np.ndarray], np.ndarray] = expm_nonnegative):
+        super().__init__()
+        self.d, self.hidden, self.expm = d, hidden, expm
+        self.fc1_pos = nn.Linear(d, d * hidden, bias=bias, dtype=torch.float64)
+        self.fc1_neg = nn.Linear(d, d * hidden, bias=bias, dtype=torch.float64)
+        self.fc2 = nn.ModuleList([LocallyConnected(d, hidden, 1, bias)])
+
+    def bounds(self) -> list[tuple[float | None, float | None]]:
+        """L-BFGS-B bounds per flat parameter: fc1 weights ≥ 0, and 0 on self-loops."""
+        fc1 = [(0.0, 0.0) if i == j else (0.0, None)
+               for j in range(self.d) for _ in range(self.hidden) for i in range(self.d)]
+        bounds: list[tuple[float | None, float | None]] = []
+        for p in self.parameters():
+            weight = p is self.fc1_pos.weight or p is self.fc1_neg.weight
+            bounds += fc1 if weight else [(None, None)] * p.numel()
+        return bounds
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        out = (self.fc1_pos(inputs) - self.fc1_neg(inputs)).view(-1, self.d, self.hidden)
+        for layer in self.fc2:
+            out = layer(torch.sigmoid(out))
+        return out.squeeze(dim=2)
+
+    def fc1_squared(self) -> torch.Tensor:
+        weight = (self.fc1_pos.weight - self.fc1_neg.weight).view(self.d, self.hidden, self.d)
+        return torch.sum(weight * weight, dim=1).t()
+
+    def h_func(self) -> torch.Tensor:
+        return TraceExpm.apply(self.fc1_squared(), self.expm) - self.d
+
+    def l2_reg(self) -> torch.Tensor:
+        reg = torch.sum((self.fc1_pos.weight - self.fc1_neg.weight) ** 2)
+        for layer in self.fc2:
+            reg = reg + torch.sum(layer.weight ** 2)
+        return reg
+
+    def fc1_l1_reg(self) -> torch.Tensor:
+        return torch.sum(self.fc1_pos.weight + self.fc1_neg.weight)
+
+
+def set_flat(model: nn.Module, flat: np.ndarray) -> None:
+    """Copy a flat float64 vector into the parameters, in ``parameters()`` order."""
+    offset = 0
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.from_numpy(flat[offset:offset + p.numel()]).view_as(p))
+            offset += p.numel()
+
+
+def get_flat(model: nn.Module) -> np.ndarray:
+    """The parameters as one flat float64 vector."""
+    return torch.cat([p.detach().reshape(-1) for p in model.parameters()]).numpy().copy()
+
+
+def reference_objective(model: ReferenceNotearsMLP, x_torch: torch.Tensor, flat: np.ndarray,
+                        rho: float, alpha: float, lambda1: float, lambda2: float
+                        ) -> tuple[float, np.ndarray]:
+    """The reference's closure: set the parameters, autograd through the whole objective."""
+    set_flat(model, flat)
+    params = list(model.parameters())
+    for p in params:
+        p.grad = None
+    n = x_torch.shape[0]
+    loss = 0.5 / n * torch.sum((model(x_torch) - x_torch) ** 2)
+    h_value = model.h_func()
+    value = (loss + 0.5 * rho * h_value * h_value + alpha * h_value
+             + 0.5 * lambda2 * model.l2_reg() + lambda1 * model.fc1_l1_reg())
+    value.backward()
+    grad = torch.cat([p.grad.reshape(-1) for p in params])
+    return float(value.item()), grad.numpy().astype(np.float64)
+
+
+def reference_notears_mlp(x: np.ndarray, hidden: int = 10, lambda1: float = 0.01,
+                          lambda2: float = 0.01, max_iter: int = 100, h_tol: float = 1e-8,
+                          rho_max: float = 1e16, seed: int = 0, max_inner_iter: int = 15000,
+                          bias: bool = True,
+                          expm: Callable[[np.ndarray], np.ndarray] = expm_nonnegative
+                          ) -> tuple[np.ndarray, int]:
+    """Reference-style NOTEARS-MLP: raw weights (L2 norms of fc1) and the evaluation count.
+    Seeds torch's global generator, as the reference does."""
+    torch.manual_seed(seed)
+    model = ReferenceNotearsMLP(x.shape[1], hidden, bias, expm)
+    bounds = model.bounds()
+    x_torch = torch.from_numpy(np.array(x, dtype=np.float64))
+    rho, alpha, h = 1.0, 0.0, np.inf
+    evaluations = 0
+
+    def objective(flat: np.ndarray) -> tuple[float, np.ndarray]:
+        nonlocal evaluations
+        evaluations += 1
+        return reference_objective(model, x_torch, flat, rho, alpha, lambda1, lambda2)
+
+    for _ in range(max_iter):
+        h_new = h
+        while rho < rho_max:
+            solution = sopt.minimize(objective, get_flat(model), method="L-BFGS-B", jac=True,
+                                     bounds=bounds, options={"maxiter": max_inner_iter})
+            set_flat(model, solution.x)
+            with torch.no_grad():
+                h_new = float(model.h_func().item())
+            if h_new > 0.25 * h:
+                rho *= 10
+            else:
+                break
+        h = h_new
+        alpha += rho * h
+        if h <= h_tol or rho >= rho_max:
+            break
+    with torch.no_grad():
+        return torch.sqrt(model.fc1_squared()).numpy().copy(), evaluations
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--family", default="anm")
+    parser.add_argument("--index", type=int, default=0)
+    parser.add_argument("--repeats", type=int, default=1, help="runs per implementation (min)")
+    parser.add_argument("--noise-floor", action="store_true",
+                        help="also run the reference with scipy.linalg.expm")
+    args = parser.parse_args()
+    from heuresis_env.instances import InstanceKey, generate_instance
+
+    x = np.asarray(generate_instance(InstanceKey(args.family, "dev", args.index)).X)
+    print(f"instance {args.family}/dev/{args.index}: n = {x.shape[0]}, d = {x.shape[1]}")
+
+    seconds: dict[str, float] = {}
+    raw: dict[str, np.ndarray] = {}
+    evaluations: dict[str, int] = {}
+    torch_threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    with threadpool_limits(limits=1, user_api="blas"):
+        names = ["reference", "torch", "numpy"] + (["scipy"] if args.noise_floor else [])
+        for _ in range(args.repeats):
+            for name in names:
+                start = time.perf_counter()
+                if name in ("reference", "scipy"):
+                    expm = scipy.linalg.expm if name == "scipy" else expm_nonnegative
+                    with torch.random.fork_rng(devices=[]):
+                        raw[name], evaluations[name] = reference_notears_mlp(x, expm=expm)
+                else:
+                    result = notears_mlp(x, engine=name)
+                    raw[name], evaluations[name] = result.raw_weights, result.n_evaluations
+                elapsed = time.perf_counter() - start
+                seconds[name] = min(seconds.get(name, math.inf), elapsed)
+    torch.set_num_threads(torch_threads)
+
+    print(f"{'implementation':<28}{'s/run':>8}{'evals':>8}{'ms/eval':>9}{'speed-up':>10}"
+          f"{'max|Δraw|':>11}{'Δedges':>8}")
+    reference_edges = raw["reference"] >= 0.3
+    labels = {"reference": "reference-style torch", "torch": "notears_mlp engine=torch",
+              "numpy": "notears_mlp engine=numpy", "scipy": "reference, scipy expm"}
+    for name in names:
+        per_eval = 1e3 * seconds[name] / evaluations[name]
+        difference = float(np.abs(raw[name] - raw["reference"]).max())
+        edges = int(((raw[name] >= 0.3) != reference_edges).sum())
+        print(f"{labels[name]:<28}{seconds[name]:>8.2f}{evaluations[name]:>8d}{per_eval:>9.3f}"
+              f"{seconds['reference'] / seconds[name]:>9.2f}×{difference:>11.2e}{edges:>8d}")
+    print(f"engine=numpy vs engine=torch: {seconds['torch'] / seconds['numpy']:.2f}× per run, "
+          f"{(seconds['torch'] / evaluations['torch']) / (seconds['numpy'] / evaluations['numpy']):.2f}"
+          "× per evaluation")
+
+
+if __name__ == "__main__":
+    main()

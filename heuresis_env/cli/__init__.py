@@ -23,6 +23,7 @@ SUBCOMMANDS: dict[str, str] = {
     "tools": "heuresis_env.cli.tools",
     "replay": "heuresis_env.cli.replay",
     "evaluate": "heuresis_env.cli.evaluate",
+    "report": "heuresis_env.cli.report",
     "doctor": "heuresis_env.cli.doctor",
 }
 

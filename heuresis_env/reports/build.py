@@ -1,0 +1,370 @@
+"""``build_report``: run directories in, ``report.md``, ``report.html``, ``tables.json`` and
+``figures/*.png`` out — the paper's Tables 4, 6, 7, 8, 13, the cost table, Figures 6 and 7,
+and Appendix F (see ``docs/reports.md`` for every convention)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from heuresis_env.errors import HeuresisError
+from heuresis_env.metrics import BootstrapResult
+from heuresis_env.reports import figures, tables
+from heuresis_env.reports.deletion_signals import (
+    SIGNALS,
+    PropositionRow,
+    SignalStudy,
+    deletion_records,
+    parse_signal_request,
+    proposition_simulation,
+    signal_study,
+)
+from heuresis_env.reports.document import (
+    BulletList,
+    Document,
+    FigureBlock,
+    Heading,
+    Paragraph,
+    TableBlock,
+    to_markdown,
+)
+from heuresis_env.reports.html import to_html
+from heuresis_env.reports.loading import BCA, PC_KCI, LoadedRuns, load_runs, reference_arm
+from heuresis_env.reports.tables import Settings, Table, fmt
+
+FIGURES_DIR = "figures"
+
+
+@dataclass
+class ReportSummary:
+    """What :func:`build_report` wrote, and the headline table as text."""
+
+    out_dir: Path
+    markdown_path: Path
+    html_path: Path
+    json_path: Path
+    figure_paths: list[Path]
+    tables: dict[str, Table]
+    headline: str
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    signal_study: SignalStudy | None = None
+    proposition: list[PropositionRow] = field(default_factory=list)
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, BootstrapResult):
+        return {"mean": _json_value(value.mean), "low": _json_value(value.low),
+                "high": _json_value(value.high), "n": value.n, "n_dropped": value.n_dropped,
+                "confidence": value.confidence}
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else value
+    if isinstance(value, np.generic):
+        return _json_value(value.item())
+    if isinstance(value, dict):
+        return {str(k): _json_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_value(v) for v in value]
+    if isinstance(value, str | int | bool) or value is None:
+        return value
+    return str(value)
+
+
+def _tables_json(document_tables: Sequence[Table], settings: Settings) -> dict[str, Any]:
+    return {"settings": {"n_resamples": settings.n_resamples,
+                         "confidence": settings.confidence, "seed": settings.seed},
+            "tables": {t.key: {"title": t.title, "columns": t.columns, "rows": t.rows,
+                               "values": [_json_value({k: v for k, v in row.items()
+                                                       if k != "cell"})
+                                          for row in t.values],
+                               "notes": t.notes}
+                       for t in document_tables}}
+
+
+def _runs_paragraphs(loaded: LoadedRuns) -> list[str]:
+    items = []
+    for arm in loaded.arms:
+        episodes = len(arm.episodes)
+        expected = sum(run.expected_episodes for run in arm.runs)
+        settings = ", ".join(f"{k}={v}" for k, v in sorted(arm.settings.items()))
+        runs = ", ".join(str(run.path) for run in arm.runs)
+        options = f"; options {json.dumps(arm.policy_options, sort_keys=True)}" \
+            if arm.policy_options else ""
+        items.append(f"{arm.label}: {episodes}/{expected} episodes, families "
+                     f"{', '.join(arm.families()) or '(none)'}; {settings}{options}; runs: "
+                     f"{runs}")
+    return items
+
+
+def _signal_instances(requests: Sequence[str], loaded: LoadedRuns) -> list:
+    """The instances of every ``FAMILY[/SPLIT]:COUNT`` request, with the runs' size."""
+    from heuresis_env.families import available_families
+    from heuresis_env.instances import InstanceKey, generate_instance, resolve_salt
+
+    first = loaded.runs[0]
+    d, n = int(first.config.get("d", 10)), int(first.config.get("n", 600))
+    instances = []
+    for request in requests:
+        family, split, count = parse_signal_request(request)
+        families = available_families() if family == "all" else [family]
+        if split == "test" and resolve_salt("test") is None and first.config.get("salt_digest"):
+            raise HeuresisError("the runs used a sealed test split; set $HEURESIS_TEST_SALT "
+                                "to compute deletion signals on its instances")
+        for name in families:
+            instances += [generate_instance(InstanceKey(name, split, index, d=d, n=n))
+                          for index in range(count)]
+    return instances
+
+
+def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLike, *,
+                 allow_mixed: bool = False, deletion_signals: Sequence[str] = (),
+                 n_resamples: int = 10_000, confidence: float = 0.95, seed: int = 0,
+                 trace_analysis: bool = True, proposition_kept: int = 2000,
+                 progress: bool = False) -> ReportSummary:
+    """Write the report of ``run_dirs`` into ``out_dir`` and return what was written.
+
+    ``allow_mixed`` accepts runs with different budgets in one table (labels then show the
+    differing settings); ``deletion_signals`` adds Appendix F's signal study on
+    ``FAMILY[/SPLIT]:COUNT`` instances; ``trace_analysis`` (Table 4) re-runs the algorithms the
+    traces called (cached); ``proposition_kept`` is the number of simulated recorded p-values
+    per class and effect size. Intervals: ``n_resamples`` paired bootstrap resamples, seeded
+    from ``seed``.
+    """
+    started = time.perf_counter()
+    loaded = load_runs(run_dirs, allow_mixed=allow_mixed)
+    settings = Settings(n_resamples=n_resamples, confidence=confidence, seed=seed)
+    out = Path(out_dir)
+    figure_dir = out / FIGURES_DIR
+    figure_dir.mkdir(parents=True, exist_ok=True)
+    warnings = list(loaded.warnings)
+    families = loaded.families()
+    with_all = tables.families_with_all(families)
+
+    document = Document("Heuresis report")
+    document.add(Paragraph(
+        f"Built {time.strftime('%Y-%m-%d %H:%M:%S %z')} from {len(loaded.runs)} run "
+        f"director{'y' if len(loaded.runs) == 1 else 'ies'} ({len(loaded.arms)} arms) on the "
+        f"{loaded.runs[0].split} split. Intervals: {confidence:.0%} bootstrap over instances, "
+        f"{n_resamples} resamples, seed {seed}. Every cell is given over all episodes and over "
+        "finished episodes, with the truncation rate (the reporting rule)."))
+    document.add(BulletList(_runs_paragraphs(loaded)))
+    warnings_position = len(document.blocks)  # filled in at the end, with later warnings too
+
+    headline = tables.headline_table(loaded, settings)
+    document.add(Heading("Headline"))
+    document.add(TableBlock(headline))
+
+    # ---- Table 6 / Figure 6 ----------------------------------------------------------------
+    bca_arm = reference_arm(loaded.arms, BCA)
+    bca_algorithm: dict[str, str] = {}
+    if bca_arm is not None and trace_analysis:
+        from heuresis_env.reports.provenance import bca_algorithms
+
+        try:
+            bca_algorithm = bca_algorithms(bca_arm)
+        except HeuresisError as exc:  # an unreadable trace costs this column, not the report
+            warnings.append(f"BCA_φ algorithms not read from the bca traces: {exc}")
+    references = tables.reference_table(loaded, settings, bca_algorithm)
+    policies = tables.gain_table(loaded, settings)
+    document.add(Heading("Table 6 / Figure 6: adjacency F1 against BCA_φ and the oracle"))
+    document.add(TableBlock(references))
+    document.add(TableBlock(policies))
+    figure_paths = []
+    reference_rows = references.values
+    policy_rows = policies.values
+    if policy_rows or reference_rows:
+        path = figures.figure6_f1(policy_rows, reference_rows, with_all,
+                                  figure_dir / "figure6_f1.png")
+        figure_paths.append(path)
+        document.add(FigureBlock(path, "Figure 6 (left): adjacency F1 per family, all "
+                                       "episodes; markers: BCA_φ, PC-KCI, oracle."))
+    if policy_rows and any("delta_all" in r for r in policy_rows):
+        path = figures.figure6_gains(policy_rows, reference_rows, with_all,
+                                     figure_dir / "figure6_residual_gain.png")
+        figure_paths.append(path)
+        document.add(FigureBlock(path, "Figure 6 (right): Δʳ_φ with 95% paired intervals; "
+                                       "bars: −selection headroom (down to PC-KCI) and repair "
+                                       "headroom (up to the oracle)."))
+    rule_rows = [{"label": arm.label, "family": family, "mean_all": cell.mean_all,
+                  "mean_finished": cell.mean_finished, "truncation_rate": cell.truncation_rate}
+                 for arm in loaded.arms for family in arm.families()
+                 for cell in [tables.arm_cell(arm, family)]]
+    if rule_rows:
+        path = figures.figure_reporting_rule(rule_rows, figure_dir / "figure_reporting_rule.png")
+        figure_paths.append(path)
+        document.add(FigureBlock(path, "Reporting rule: F1 over all vs over finished episodes "
+                                       "for every policy and family (colour: truncation "
+                                       "rate); off-diagonal points mean the two views differ."))
+
+    # ---- Table 7 -----------------------------------------------------------------------------
+    document.add(Heading("Table 7: nSHD"))
+    document.add(TableBlock(tables.nshd_table(loaded, settings)))
+
+    # ---- Table 4 -----------------------------------------------------------------------------
+    document.add(Heading("Table 4: where the added edges came from"))
+    if trace_analysis:
+        from tqdm.auto import tqdm
+
+        from heuresis_env.reports.provenance import arm_provenance
+
+        arms = [a for a in loaded.arms if a.trace_count() and a.policy != PC_KCI]
+        try:
+            cells = [arm_provenance(arm, families)
+                     for arm in tqdm(arms, desc="Table 4 (traces)", disable=not progress,
+                                     leave=False)]
+        except HeuresisError as exc:  # e.g. a sealed test split without its salt
+            warnings.append(f"Table 4 skipped: {exc}")
+            document.add(Paragraph(f"Skipped: {exc}"))
+        else:
+            provenance = tables.provenance_table(cells, settings)
+            if provenance.empty:
+                provenance.notes.append("No run has traces with a final graph.")
+            document.add(TableBlock(provenance))
+    else:
+        document.add(Paragraph("Skipped (trace analysis turned off)."))
+
+    # ---- Table 8 / Figure 7 ------------------------------------------------------------------
+    conditions = tables.condition_table(loaded, settings)
+    document.add(Heading("Figure 7 / Table 8: guided vs unguided, full vs minimal toolbox"))
+    document.add(TableBlock(conditions))
+    if not conditions.empty:
+        path = figures.figure7_conditions(conditions.values, figure_dir / "figure7_conditions.png")
+        figure_paths.append(path)
+        document.add(FigureBlock(path, "Figure 7: paired differences between conditions, all "
+                                       "episodes, 95% intervals."))
+
+    # ---- cost --------------------------------------------------------------------------------
+    cost = tables.cost_table(loaded, settings)
+    document.add(Heading("Cost and tokens (language-model policies)"))
+    document.add(TableBlock(cost))
+    if not cost.empty:
+        path = figures.figure_cost(cost.values, figure_dir / "figure_cost.png")
+        figure_paths.append(path)
+        document.add(FigureBlock(path, "Mean adjacency F1 against mean cost per episode."))
+
+    # ---- Table 13 ----------------------------------------------------------------------------
+    document.add(Heading("Table 13: repeats and truncation"))
+    document.add(TableBlock(tables.repeats_table(loaded, settings)))
+
+    # ---- Appendix F --------------------------------------------------------------------------
+    document.add(Heading("Appendix F: telling wrong deletions from right ones"))
+    study = None
+    if deletion_signals:
+        instances = _signal_instances(deletion_signals, loaded)
+        records = []
+        from tqdm.auto import tqdm
+
+        for instance in tqdm(instances, desc="Appendix F (deletions)", disable=not progress,
+                             leave=False):
+            records += deletion_records(instance)
+        study = signal_study(records, n_resamples=n_resamples, confidence=confidence,
+                             seed=tables.comparison_seed(seed, "deletion_signals"))
+        document.add(TableBlock(signal_table(study, deletion_signals)))
+        if not math.isnan(next(iter(study.results.values())).auc):
+            path = figures.figure_signals(study.results, figure_dir / "appendixF_signals.png")
+            figure_paths.append(path)
+            document.add(FigureBlock(path, "AUC of each signal for telling PC-KCI's wrong "
+                                           "deletions from right ones (95% intervals, "
+                                           "resampling instances)."))
+    else:
+        document.add(Paragraph("The signal study runs on request: heuresis report … "
+                               "--deletion-signals FAMILY[/SPLIT]:COUNT."))
+    n_rows = int(loaded.runs[0].config.get("n", 600))
+    rows = proposition_simulation(
+        n=n_rows, kept_per_class=proposition_kept,
+        rng=np.random.default_rng(tables.comparison_seed(seed, "proposition")))
+    document.add(TableBlock(proposition_table(rows, n_rows)))
+    path = figures.figure_proposition(rows, figure_dir / "appendixF_proposition.png")
+    figure_paths.append(path)
+    document.add(FigureBlock(path, "The proposition: the AUC of a ranker that sees only the "
+                                   "recorded p-value tends to ½ as the effect size (power) "
+                                   "vanishes, inside ½ ± ½·sup|Λ − 1|."))
+
+    if warnings:
+        document.blocks[warnings_position:warnings_position] = [Heading("Warnings"),
+                                                                BulletList(list(warnings))]
+
+    # ---- write -------------------------------------------------------------------------------
+    markdown_path, html_path, json_path = out / "report.md", out / "report.html", \
+        out / "tables.json"
+    _write_text(markdown_path, to_markdown(document, out))
+    _write_text(html_path, to_html(document))
+    _write_text(json_path, json.dumps(_tables_json(document.tables(), settings), indent=1,
+                                      allow_nan=False) + "\n")
+    return ReportSummary(
+        out_dir=out, markdown_path=markdown_path, html_path=html_path, json_path=json_path,
+        figure_paths=figure_paths, tables={t.key: t for t in document.tables()},
+        headline=headline.to_markdown(), warnings=warnings,
+        seconds=time.perf_counter() - started, signal_study=study, proposition=rows)
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Write atomically (temporary file + rename), so a reader never sees half a report."""
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def signal_table(study: SignalStudy, requests: Sequence[str]) -> Table:
+    """Appendix F's table: each signal's AUC with its interval."""
+    table = Table("appendixF_signals",
+                  f"Appendix F: AUC of signals for wrong vs right deletions of PC-KCI "
+                  f"({', '.join(requests)}: {len(study.instances)} instances, {study.n_wrong} "
+                  f"wrong and {study.n_right} right deletions)",
+                  ["signal", "uses only the p-value", "direction", "deletions scored", "AUC",
+                   "95% CI", "what it is"])
+    for signal in SIGNALS:
+        result = study.results[signal.name]
+        table.add([signal.name, "yes" if signal.p_value_only else "no",
+                   "higher → wrong" if signal.higher_means_wrong else "lower → wrong",
+                   str(result.n_positive + result.n_negative), fmt(result.auc),
+                   f"[{fmt(result.low)}, {fmt(result.high)}]", signal.description],
+                  {"signal": signal.name, "auc": result.auc, "low": result.low,
+                   "high": result.high, "n_positive": result.n_positive,
+                   "n_negative": result.n_negative})
+    table.notes.append("AUC: probability that a wrong deletion (a true edge PC-KCI deleted) "
+                       "scores above a right one, ties ½; each direction is fixed in advance. "
+                       "Intervals resample instances (cluster bootstrap).")
+    return table
+
+
+def proposition_table(rows: Sequence[PropositionRow], n: int) -> Table:
+    """The proposition's check: AUC of −p as the effect size shrinks, against the bounds."""
+    table = Table("appendixF_proposition",
+                  f"Proposition: a p-value-only ranker under vanishing power (Fisher-z, n = {n}, "
+                  "α = 0.05; both classes conditioned on p > α)",
+                  ["μ", "δ", "power β_δ", "kept wrong / right", "AUC simulated [95% CI]",
+                   "AUC exact", "|AUC − ½| exact", "TV", "½·sup|Λ − 1|"])
+    for row in rows:
+        table.add([fmt(row.noncentrality, 2), fmt(row.effect_size, 4), fmt(row.power),
+                   f"{row.n_wrong} / {row.n_right}",
+                   f"{fmt(row.auc_simulated)} [{fmt(row.auc_low)}, {fmt(row.auc_high)}]",
+                   fmt(row.auc_exact), fmt(abs(row.auc_exact - 0.5)),
+                   fmt(row.total_variation), fmt(row.half_sup_bound)],
+                  {"noncentrality": row.noncentrality, "effect_size": row.effect_size,
+                   "auc_simulated": row.auc_simulated, "auc_exact": row.auc_exact,
+                   "total_variation": row.total_variation, "bound": row.half_sup_bound})
+    table.notes.append("Wrong deletions: a pair with true correlation δ (μ = √(n−3)·atanh δ) "
+                       "whose test still returned p > α; right deletions: a true null. The "
+                       "ranker scores −p. The proposition: |AUC − ½| ≤ TV ≤ ½·sup|Λ − 1| → 0 "
+                       "as δ → 0.")
+    return table
+
+
+__all__ = ["ReportSummary", "build_report", "proposition_table", "signal_table"]

@@ -1,0 +1,76 @@
+"""The report as a list of blocks (headings, paragraphs, tables, figures), rendered once to
+Markdown here and once to HTML by :mod:`heuresis_env.reports.html`, so the two agree."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from heuresis_env.reports.tables import Table
+
+
+@dataclass
+class Heading:
+    text: str
+    level: int = 2
+
+
+@dataclass
+class Paragraph:
+    text: str
+
+
+@dataclass
+class BulletList:
+    items: list[str]
+
+
+@dataclass
+class TableBlock:
+    table: Table
+
+
+@dataclass
+class FigureBlock:
+    path: Path          # the PNG on disk
+    caption: str
+
+
+Block = Heading | Paragraph | BulletList | TableBlock | FigureBlock
+
+
+@dataclass
+class Document:
+    title: str
+    blocks: list[Block] = field(default_factory=list)
+
+    def add(self, block: Block) -> None:
+        self.blocks.append(block)
+
+    def tables(self) -> list[Table]:
+        return [b.table for b in self.blocks if isinstance(b, TableBlock)]
+
+    def figures(self) -> list[FigureBlock]:
+        return [b for b in self.blocks if isinstance(b, FigureBlock)]
+
+
+def to_markdown(document: Document, base: Path) -> str:
+    """The document as Markdown; figure links are relative to ``base`` (the report folder)."""
+    lines = [f"# {document.title}", ""]
+    for block in document.blocks:
+        if isinstance(block, Heading):
+            lines += [f"{'#' * max(2, block.level)} {block.text}", ""]
+        elif isinstance(block, Paragraph):
+            lines += [block.text, ""]
+        elif isinstance(block, BulletList):
+            lines += [f"- {item}" for item in block.items] + [""]
+        elif isinstance(block, TableBlock):
+            table = block.table
+            lines += [f"**{table.title}**", "", table.to_markdown(), ""]
+            lines += [f"_{note}_" for note in table.notes]
+            if table.notes:
+                lines.append("")
+        elif isinstance(block, FigureBlock):
+            relative = Path(block.path).resolve().relative_to(Path(base).resolve())
+            lines += [f"![{block.caption}]({relative.as_posix()})", "", f"_{block.caption}_", ""]
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,568 @@
+"""Read run directories, check that they belong in one report, and match their episodes.
+
+A run directory (written by ``heuresis evaluate``; the format is in ``docs/reports.md``) holds
+``config.json`` and ``results.jsonl``, one JSON line per finished episode. Runs become
+**arms**: the runs of one policy with the same options and the same settings are merged into
+one arm (a benchmark may be run one family at a time). Episodes are matched across arms by
+instance — (family, split, index) — and every arm must agree on each instance's data hash.
+
+Settings split in two:
+
+- **budgets** (:data:`BUDGET_FIELDS`, and the instance size ``d``, ``n``) must be identical
+  for every run in one report, unless ``allow_mixed``; the refusal names each differing field;
+- **conditions** (:data:`CONDITION_FIELDS`: guided, toolbox, prompt level, target) may differ:
+  runs that differ in a condition are separate arms, compared in Table 8.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from heuresis_env.errors import HeuresisError, InstanceFormatError
+
+#: the run-directory format this module reads
+RUN_FORMAT_VERSION = 1
+#: settings every run in one table must share (refused unless allow_mixed)
+BUDGET_FIELDS = ("max_steps", "max_seconds", "token_budget_per_turn")
+#: top-level config fields that must agree too: the instances' size
+SIZE_FIELDS = ("d", "n")
+#: settings that define experimental conditions (separate arms, compared in Table 8)
+CONDITION_FIELDS = ("guided", "toolbox", "prompt_level", "target")
+#: the reference policies' fixed names
+BCA, ORACLE, PC_KCI = "bca", "oracle", "pc-kci"
+REFERENCE_POLICIES = (BCA, ORACLE, PC_KCI)
+#: score keys a result line must hold
+SCORE_KEYS = ("f1", "precision", "recall", "shd", "nshd", "shd_cpdag", "n_edges")
+
+_REQUIRED_CONFIG = ("format_version", "policy", "settings", "split", "families",
+                    "instance_keys", "repeats")
+_REQUIRED_RESULT = ("episode_id", "family", "split", "index", "repeat", "instance_sha256",
+                    "scores", "steps", "terminated", "truncated", "finished",
+                    "termination_reason")
+
+InstanceId = tuple[str, str, int]  # (family, split, index)
+
+
+def family_order(families: Iterable[str]) -> list[str]:
+    """Families in the registry's table order (lg, anm, …), unknown ones after, sorted."""
+    from heuresis_env.families import available_families
+
+    wanted = set(families)
+    known = [f for f in available_families() if f in wanted]
+    return known + sorted(wanted - set(known))
+
+
+def _number(value: Any) -> float:
+    """A score as float; None and non-numbers become NaN (JSON has no NaN)."""
+    if isinstance(value, bool) or value is None:
+        return math.nan
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)  # "nan" as written by json_safe
+        except ValueError:
+            return math.nan
+    return math.nan
+
+
+@dataclass(frozen=True)
+class EpisodeRecord:
+    """One line of ``results.jsonl`` (the fields the report reads), and where its run lives."""
+
+    run_path: Path
+    episode_id: str
+    policy: str
+    family: str
+    split: str
+    index: int
+    repeat: int
+    instance_sha256: str
+    scores: Mapping[str, float]
+    steps: int
+    terminated: bool
+    truncated: bool
+    finished: bool
+    termination_reason: str
+    wall_seconds: float = math.nan
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_usd: float | None = None
+    api_retries: int | None = None
+    final_graph: Mapping[str, Any] | None = None
+    trace: str | None = None
+    transcript: str | None = None
+    error: str | None = None
+    worker: str | None = None
+
+    @property
+    def instance(self) -> InstanceId:
+        return (self.family, self.split, self.index)
+
+    @property
+    def slot(self) -> tuple[str, str, int, int]:
+        """(family, split, index, repeat): what identifies an episode within an arm."""
+        return (self.family, self.split, self.index, self.repeat)
+
+    def score(self, name: str) -> float:
+        """A score by name (NaN when absent or undefined, e.g. precision of an empty output)."""
+        return _number(self.scores.get(name))
+
+    @property
+    def trace_path(self) -> Path | None:
+        return None if not self.trace else self.run_path / self.trace
+
+    @property
+    def has_usage(self) -> bool:
+        """True when the episode reports tokens or cost (a language-model policy)."""
+        return self.cost_usd is not None or self.prompt_tokens is not None
+
+
+@dataclass
+class RunDirectory:
+    """A loaded run directory: its config and its episodes (last line wins on a repeat id)."""
+
+    path: Path
+    config: dict[str, Any]
+    episodes: list[EpisodeRecord]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def policy(self) -> str:
+        return str(self.config["policy"])
+
+    @property
+    def policy_options(self) -> dict[str, Any]:
+        return dict(self.config.get("policy_options") or {})
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return dict(self.config["settings"])
+
+    @property
+    def split(self) -> str:
+        return str(self.config["split"])
+
+    @property
+    def repeats(self) -> int:
+        return int(self.config["repeats"])
+
+    @property
+    def instance_keys(self) -> list[dict[str, Any]]:
+        return list(self.config["instance_keys"])
+
+    @property
+    def expected_episodes(self) -> int:
+        return len(self.instance_keys) * self.repeats
+
+    def instance_key(self, instance: InstanceId) -> dict[str, Any]:
+        """The config's full instance key (d, n, graph model, generator version) of an instance."""
+        for key in self.instance_keys:
+            if (key.get("family"), key.get("split"), key.get("index")) == instance:
+                return dict(key)
+        raise HeuresisError(f"{self.path}: instance {'/'.join(map(str, instance))} is not in "
+                            f"the config's instance_keys")
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+
+# ---- reading ------------------------------------------------------------------------------------
+
+def _read_config(path: Path) -> dict[str, Any]:
+    config_path = path / "config.json"
+    if not path.is_dir():
+        raise InstanceFormatError(f"{path} is not a directory; pass the run directories that "
+                                  "'heuresis evaluate --out' wrote")
+    try:
+        with open(config_path, encoding="utf-8") as handle:
+            config = json.load(handle)
+    except FileNotFoundError:
+        raise InstanceFormatError(f"{path} has no config.json; is it a run directory written "
+                                  "by 'heuresis evaluate'?") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InstanceFormatError(f"{config_path} is not JSON ({exc})") from None
+    if not isinstance(config, dict):
+        raise InstanceFormatError(f"{config_path} is not a JSON object")
+    missing = [k for k in _REQUIRED_CONFIG if k not in config]
+    if missing:
+        raise InstanceFormatError(f"{config_path} lacks {missing}")
+    if config["format_version"] != RUN_FORMAT_VERSION:
+        raise InstanceFormatError(f"{config_path} is run format {config['format_version']!r}; "
+                                  f"this code reads format {RUN_FORMAT_VERSION}")
+    if not isinstance(config["settings"], dict):
+        raise InstanceFormatError(f"{config_path}: 'settings' must be an object")
+    if not isinstance(config["instance_keys"], list):
+        raise InstanceFormatError(f"{config_path}: 'instance_keys' must be a list")
+    return config
+
+
+def _tokens(value: Any, where: str) -> tuple[int | None, int | None]:
+    if value is None:
+        return None, None
+    if not isinstance(value, dict):
+        raise InstanceFormatError(f"{where}: 'tokens' must be an object or null")
+    prompt, completion = value.get("prompt"), value.get("completion")
+    return (None if prompt is None else int(prompt),
+            None if completion is None else int(completion))
+
+
+def _episode(run_path: Path, record: Any, where: str) -> EpisodeRecord:
+    if not isinstance(record, dict):
+        raise InstanceFormatError(f"{where}: a result line must be a JSON object")
+    missing = [k for k in _REQUIRED_RESULT if k not in record]
+    if missing:
+        raise InstanceFormatError(f"{where}: result line lacks {missing}")
+    scores = record["scores"]
+    if not isinstance(scores, dict) or "f1" not in scores:
+        raise InstanceFormatError(f"{where}: 'scores' must be an object with at least 'f1'")
+    prompt, completion = _tokens(record.get("tokens"), where)
+    try:
+        return EpisodeRecord(
+            run_path=run_path,
+            episode_id=str(record["episode_id"]),
+            policy=str(record.get("policy", "")),
+            family=str(record["family"]),
+            split=str(record["split"]),
+            index=int(record["index"]),
+            repeat=int(record["repeat"]),
+            instance_sha256=str(record["instance_sha256"]),
+            scores={k: _number(v) for k, v in scores.items()},
+            steps=int(record["steps"]),
+            terminated=bool(record["terminated"]),
+            truncated=bool(record["truncated"]),
+            finished=bool(record["finished"]),
+            termination_reason=str(record["termination_reason"]),
+            wall_seconds=_number(record.get("wall_seconds")),
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            cost_usd=None if record.get("cost_usd") is None else float(record["cost_usd"]),
+            api_retries=None if record.get("api_retries") is None else int(record["api_retries"]),
+            final_graph=record.get("final_graph"),
+            trace=record.get("trace"),
+            transcript=record.get("transcript"),
+            error=record.get("error"),
+            worker=None if record.get("worker") is None else str(record["worker"]),
+        )
+    except (TypeError, ValueError) as exc:
+        raise InstanceFormatError(f"{where}: a field has the wrong type ({exc})") from None
+
+
+def read_results(run_path: Path) -> tuple[list[EpisodeRecord], list[str]]:
+    """The episodes of ``run_path/results.jsonl`` and any warnings about the file.
+
+    A last line without a newline is an append cut short by a crash and is ignored; a
+    malformed line elsewhere is an error naming it. When an episode id occurs twice the last
+    line wins (and a warning says so).
+    """
+    results_path = run_path / "results.jsonl"
+    warnings: list[str] = []
+    if not results_path.exists():
+        return [], [f"{run_path}: no results.jsonl yet (no episode has finished)"]
+    with open(results_path, "rb") as handle:
+        raw = handle.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InstanceFormatError(f"{results_path} is not UTF-8 ({exc})") from None
+    lines = text.split("\n")
+    if lines and lines[-1] != "":
+        warnings.append(f"{results_path}: ignored a last line without a newline (an append "
+                        "cut short)")
+    lines = lines[:-1]
+    by_id: dict[str, EpisodeRecord] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{results_path}:{number}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InstanceFormatError(f"{where}: not JSON ({exc.msg})") from None
+        episode = _episode(run_path, record, where)
+        if episode.episode_id in by_id:
+            warnings.append(f"{where}: episode {episode.episode_id} appears again; the last "
+                            "line is used")
+        by_id[episode.episode_id] = episode
+    return list(by_id.values()), warnings
+
+
+def load_run(path: str | os.PathLike) -> RunDirectory:
+    """Read and validate one run directory.
+
+    Every episode must belong to an instance of the config's ``instance_keys`` and a repeat in
+    0..repeats−1; an incomplete run (fewer episodes than instances × repeats) loads with a
+    warning, since a report may be made while a run is still going.
+    """
+    run_path = Path(path)
+    config = _read_config(run_path)
+    episodes, warnings = read_results(run_path)
+    run = RunDirectory(run_path, config, episodes, warnings)
+    known = {(k.get("family"), k.get("split"), k.get("index")) for k in run.instance_keys}
+    for episode in episodes:
+        if episode.instance not in known:
+            raise InstanceFormatError(
+                f"{run_path}: episode {episode.episode_id} is on instance "
+                f"{'/'.join(map(str, episode.instance))}, which is not in the config's "
+                "instance_keys")
+        if not 0 <= episode.repeat < run.repeats:
+            raise InstanceFormatError(f"{run_path}: episode {episode.episode_id} has repeat "
+                                      f"{episode.repeat}; the config has {run.repeats} repeats")
+    if len(episodes) < run.expected_episodes:
+        warnings.append(f"{run_path}: {len(episodes)} of {run.expected_episodes} episodes "
+                        "finished (an incomplete run: cells use the episodes present)")
+    return run
+
+
+# ---- arms ---------------------------------------------------------------------------------------
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+@dataclass
+class Arm:
+    """The runs of one policy with the same options and settings, as one set of episodes."""
+
+    policy: str
+    policy_options: dict[str, Any]
+    settings: dict[str, Any]
+    size: dict[str, Any]
+    runs: list[RunDirectory]
+    episodes: dict[tuple[str, str, int, int], EpisodeRecord]
+    label: str = ""
+    _index: tuple[int, dict] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def key(self) -> str:
+        return _canonical([self.policy, self.policy_options, self.settings, self.size])
+
+    @property
+    def is_reference(self) -> bool:
+        return self.policy in REFERENCE_POLICIES
+
+    def conditions(self) -> dict[str, Any]:
+        return {k: self.settings.get(k) for k in CONDITION_FIELDS}
+
+    def families(self) -> list[str]:
+        return family_order({e.family for e in self.episodes.values()})
+
+    def instances(self, family: str | None = None) -> list[InstanceId]:
+        """The instances this arm has at least one episode on (of one family, or all)."""
+        found = {e.instance for e in self.episodes.values()
+                 if family is None or e.family == family}
+        order = {f: k for k, f in enumerate(family_order({i[0] for i in found}))}
+        return sorted(found, key=lambda i: (order[i[0]], i[1], i[2]))
+
+    def episodes_of(self, family: str | None = None) -> list[EpisodeRecord]:
+        chosen = [e for e in self.episodes.values() if family is None or e.family == family]
+        return sorted(chosen, key=lambda e: (e.family, e.index, e.repeat))
+
+    def instance_score(self, instance: InstanceId, score: str = "f1",
+                       finished_only: bool = False) -> float:
+        """Mean of ``score`` over this arm's repeats on one instance.
+
+        With ``finished_only`` only the finished (submitted, not truncated) repeats count, and
+        an instance with none is NaN — so a paired comparison drops it on both sides, the
+        reporting rule's finished-only view. NaN when the arm has no episode on the instance.
+        """
+        values = [e.score(score) for e in self._by_instance().get(instance, ())
+                  if e.finished or not finished_only]
+        values = [v for v in values if not math.isnan(v)]
+        return float(sum(values) / len(values)) if values else math.nan
+
+    def _by_instance(self) -> dict[InstanceId, list[EpisodeRecord]]:
+        """Episodes grouped by instance (built once; arms are not changed after loading)."""
+        if self._index is None or self._index[0] != len(self.episodes):
+            grouped: dict[InstanceId, list[EpisodeRecord]] = {}
+            for episode in self.episodes.values():
+                grouped.setdefault(episode.instance, []).append(episode)
+            self._index = (len(self.episodes), grouped)
+        return self._index[1]
+
+    def repeats(self) -> list[int]:
+        return sorted({e.repeat for e in self.episodes.values()})
+
+    def trace_count(self) -> int:
+        return sum(1 for e in self.episodes.values() if e.trace)
+
+
+def _differences(runs: Sequence[RunDirectory], fields: Sequence[str],
+                 value_of) -> list[str]:
+    """For each field on which the runs disagree, 'field: v1 (runs…) vs v2 (runs…)'."""
+    short = [run.path.name or str(run.path) for run in runs]
+    shown = short if len(set(short)) == len(short) else [str(run.path) for run in runs]
+    lines = []
+    for name in fields:
+        groups: dict[str, list[str]] = {}
+        for run, display in zip(runs, shown, strict=True):
+            groups.setdefault(_canonical(value_of(run, name)), []).append(display)
+        if len(groups) > 1:
+            parts = [f"{json.loads(value)!r} ({', '.join(names)})"
+                     for value, names in groups.items()]
+            lines.append(f"{name}: " + " vs ".join(parts))
+    return lines
+
+
+def check_compatible(runs: Sequence[RunDirectory], allow_mixed: bool = False) -> list[str]:
+    """Refuse runs that do not belong in one table; returns warnings for allowed mixtures.
+
+    All runs must be on one split. Budgets (every settings field that is not a condition)
+    and the instance size must agree unless ``allow_mixed``; the error names each field, its
+    values and the runs holding them.
+    """
+    if not runs:
+        raise HeuresisError("no run directories given")
+    split_lines = _differences(runs, ["split"], lambda run, name: run.split)
+    if split_lines:
+        raise HeuresisError("the runs are on different splits, so they share no instances: "
+                            + "; ".join(split_lines) + ". Report each split separately")
+    settings_fields = sorted({k for run in runs for k in run.settings} - set(CONDITION_FIELDS))
+    budget_fields = [f for f in BUDGET_FIELDS if f in settings_fields] + \
+        [f for f in settings_fields if f not in BUDGET_FIELDS]
+    lines = _differences(runs, budget_fields, lambda run, name: run.settings.get(name))
+    lines += _differences(runs, SIZE_FIELDS, lambda run, name: run.config.get(name))
+    if lines and not allow_mixed:
+        raise HeuresisError(
+            "the runs have different budgets, and every policy in one table must run under "
+            "identical budgets: " + "; ".join(lines) + ". Re-run with the same budgets, or "
+            "pass --allow-mixed (allow_mixed=True) to put them in one table anyway")
+    return [f"mixed budgets allowed: {line}" for line in lines]
+
+
+def _check_hashes(runs: Sequence[RunDirectory]) -> None:
+    seen: dict[InstanceId, dict[str, list[str]]] = {}
+    for run in runs:
+        for episode in run.episodes:
+            by_hash = seen.setdefault(episode.instance, {})
+            names = by_hash.setdefault(episode.instance_sha256, [])
+            if str(run.path) not in names:
+                names.append(str(run.path))
+    for instance, by_hash in seen.items():
+        if len(by_hash) > 1:
+            detail = "; ".join(f"{sha[:16]}… in {', '.join(paths)}"
+                               for sha, paths in by_hash.items())
+            raise HeuresisError(
+                f"instance {'/'.join(map(str, instance))} has different data in different "
+                f"runs ({detail}): the runs were generated with another generator version, "
+                "size or test salt, so their episodes cannot be compared")
+
+
+def _condition_text(name: str, value: Any) -> str:
+    if name == "guided":
+        return "guided" if value else "unguided"
+    if name == "toolbox":
+        return f"{value} toolbox"
+    if name == "prompt_level":
+        return f"prompt {value}"
+    if name == "target":
+        return f"target {value}"
+    return f"{name}={value}"
+
+
+def _assign_labels(arms: list[Arm]) -> None:
+    """Label = policy, plus the settings and options that tell its arms apart."""
+    by_policy: dict[str, list[Arm]] = {}
+    for arm in arms:
+        by_policy.setdefault(arm.policy, []).append(arm)
+    for policy, group in by_policy.items():
+        if len(group) == 1:
+            group[0].label = policy
+            continue
+        setting_names = sorted({k for a in group for k in a.settings})
+        varying = [k for k in setting_names
+                   if len({_canonical(a.settings.get(k)) for a in group}) > 1]
+        size_varying = [k for k in SIZE_FIELDS
+                        if len({_canonical(a.size.get(k)) for a in group}) > 1]
+        option_names = sorted({k for a in group for k in a.policy_options})
+        option_varying = [k for k in option_names
+                          if len({_canonical(a.policy_options.get(k)) for a in group}) > 1]
+        for arm in group:
+            parts = [_condition_text(k, arm.settings.get(k)) for k in varying]
+            parts += [f"{k}={arm.size.get(k)}" for k in size_varying]
+            parts += [f"{k}={arm.policy_options.get(k)}" for k in option_varying]
+            arm.label = f"{policy} [{', '.join(parts)}]"
+
+
+def build_arms(runs: Sequence[RunDirectory]) -> list[Arm]:
+    """Group runs into arms (same policy, options, settings and size), checking each arm has
+    every (instance, repeat) at most once and every instance one data hash."""
+    _check_hashes(runs)
+    arms: dict[str, Arm] = {}
+    for run in runs:
+        size = {k: run.config.get(k) for k in SIZE_FIELDS}
+        candidate = Arm(run.policy, run.policy_options, run.settings, size, [], {})
+        arm = arms.setdefault(candidate.key, candidate)
+        arm.runs.append(run)
+        for episode in run.episodes:
+            if episode.slot in arm.episodes:
+                other = arm.episodes[episode.slot].run_path
+                raise HeuresisError(
+                    f"episode {'/'.join(map(str, episode.slot))} of policy {run.policy!r} "
+                    f"appears in two runs with the same settings ({other} and {run.path}); "
+                    "pass each run once")
+            arm.episodes[episode.slot] = episode
+    ordered = sorted(arms.values(), key=lambda a: (a.is_reference, a.policy, a.key))
+    _assign_labels(ordered)
+    return ordered
+
+
+def reference_arm(arms: Sequence[Arm], policy: str, for_arm: Arm | None = None) -> Arm | None:
+    """The arm of reference ``policy`` to compare ``for_arm`` with.
+
+    With one arm of that policy, that arm. With several: the one whose conditions equal
+    ``for_arm``'s (None when there is no unique match); without ``for_arm``, the one run under
+    the default conditions (unguided, full toolbox, prompt level 1, no stated target), else
+    the first. None when the policy has no arm.
+    """
+    candidates = [a for a in arms if a.policy == policy]
+    if len(candidates) <= 1:
+        return candidates[0] if candidates else None
+    if for_arm is not None:
+        same = [a for a in candidates if a.conditions() == for_arm.conditions()]
+        return same[0] if len(same) == 1 else None
+    defaults = {"guided": False, "toolbox": "full", "prompt_level": 1, "target": "none"}
+    plain = [a for a in candidates if a.conditions() == defaults]
+    return plain[0] if plain else candidates[0]
+
+
+@dataclass
+class LoadedRuns:
+    """Runs checked for one report, grouped into arms."""
+
+    runs: list[RunDirectory]
+    arms: list[Arm]
+    warnings: list[str]
+
+    def families(self) -> list[str]:
+        return family_order({f for arm in self.arms for f in arm.families()})
+
+    def arm(self, label: str) -> Arm:
+        for arm in self.arms:
+            if arm.label == label:
+                return arm
+        from heuresis_env.errors import UnknownNameError
+
+        raise UnknownNameError("arm", label, [a.label for a in self.arms])
+
+
+def load_runs(paths: Sequence[str | os.PathLike], allow_mixed: bool = False) -> LoadedRuns:
+    """Load, check and group the run directories of one report (see the module docstring)."""
+    if not paths:
+        raise HeuresisError("give at least one run directory")
+    resolved = [Path(p) for p in paths]
+    duplicates = sorted({str(p) for p in resolved
+                         if sum(q.resolve() == p.resolve() for q in resolved) > 1})
+    if duplicates:
+        raise HeuresisError(f"run directories given more than once: {duplicates}")
+    runs = [load_run(p) for p in resolved]
+    warnings = [w for run in runs for w in run.warnings]
+    warnings += check_compatible(runs, allow_mixed)
+    arms = build_arms(runs)
+    return LoadedRuns(runs, arms, warnings)

@@ -3,7 +3,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN = $(VENV)/bin
-EXTRAS ?= dev,rl
+EXTRAS ?= dev,rl,llm,ray
 
 .PHONY: install demo test test-fast lint clean
 

@@ -18,6 +18,7 @@ from heuresis_env.errors import HeuresisError
 
 #: subcommand → module (added in the order a newcomer meets them)
 SUBCOMMANDS: dict[str, str] = {
+    "demo": "heuresis_env.cli.demo",
     "generate": "heuresis_env.cli.generate",
     "show": "heuresis_env.cli.show",
     "tools": "heuresis_env.cli.tools",

@@ -1,0 +1,440 @@
+"""The reference baselines as policies, so the evaluation runner drives them like any agent.
+
+- :class:`AlgorithmPolicy` — algorithm-as-submission: one ``run_algorithm`` call, then
+  ``submit`` with the output's edges.
+- :class:`BCAPolicy` — the family's best chosen algorithm BCA_φ (selected on development
+  instances), then as :class:`AlgorithmPolicy`.
+- :class:`OraclePolicy` — the ideal oracle as a reference policy: it knows the truth (it
+  regenerates the instance from the reset info's key) and submits PC-KCI's output with every
+  wrongly deleted true edge restored.
+- :class:`MergePolicy` — calls each algorithm through the tool and submits merge_k.
+
+The factories at the end are the values of the ``heuresis.policies`` entry points.
+"""
+
+from __future__ import annotations
+
+import json
+import numbers
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from heuresis_env.errors import HeuresisError, UnknownNameError
+from heuresis_env.graphs import EdgeMark, Graph
+from heuresis_env.policy import Policy
+
+__all__ = [
+    "DEFAULT_SELECTION_COUNT",
+    "AlgorithmPolicy",
+    "BCAPolicy",
+    "MergePolicy",
+    "OraclePolicy",
+    "algorithm_policy",
+    "bca_policy",
+    "edge_strings",
+    "load_bca_selection",
+    "merge_policy",
+    "oracle_policy",
+    "select_bca_on_the_fly",
+]
+
+#: development instances BCAPolicy selects on when no selection file is given
+DEFAULT_SELECTION_COUNT = 10
+#: graph-memory name under which the policies save an algorithm's output
+OUTPUT_NAME = "baseline_output"
+
+_WRITABLE_MARKS = {
+    (EdgeMark.TAIL, EdgeMark.ARROW), (EdgeMark.ARROW, EdgeMark.TAIL),
+    (EdgeMark.TAIL, EdgeMark.TAIL), (EdgeMark.ARROW, EdgeMark.ARROW),
+    (EdgeMark.CIRCLE, EdgeMark.ARROW), (EdgeMark.ARROW, EdgeMark.CIRCLE),
+    (EdgeMark.CIRCLE, EdgeMark.CIRCLE),
+}
+
+
+def edge_strings(graph: Graph) -> list[str] | None:
+    """The graph as the edge list ``submit``/``set_graph`` read (``"X1 --> X2"``, ...).
+
+    None when the list cannot express it: an edge with a circle–tail pair of marks, or more
+    edges than an action list may hold.
+    """
+    from heuresis_env.toolbox.registry import MAX_LIST_ITEMS
+
+    edges = graph.edges()
+    if len(edges) > MAX_LIST_ITEMS:
+        return None
+    if any((edge.mark_u, edge.mark_v) not in _WRITABLE_MARKS for edge in edges):
+        return None
+    return [str(edge) for edge in edges]
+
+
+def _budget_left(observation: Any) -> int:
+    try:
+        return int(np.asarray(observation["budget_left"]).reshape(-1)[0])
+    except (KeyError, TypeError, IndexError):
+        return 1_000_000
+
+
+def _submit(graph: Graph | None) -> dict[str, Any]:
+    """``submit`` with the graph's edges (or of the working graph when there is none)."""
+    if graph is None:
+        return {"tool": "submit", "args": {}}
+    edges = edge_strings(graph)
+    if edges is None:
+        return {"tool": "submit", "args": {}}
+    return {"tool": "submit", "args": {"edges": edges}}
+
+
+def _check_algorithm(name: Any, params: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
+    from heuresis_env.algorithms import get_algorithm
+
+    if not isinstance(name, str):
+        raise HeuresisError(f"an algorithm name must be a string, got {name!r}")
+    if params is not None and not isinstance(params, Mapping):
+        raise HeuresisError(f"params must be a mapping of parameter names to values, "
+                            f"got {params!r}")
+    get_algorithm(name).merged_params(params)  # unknown names and bad parameters raise here
+    return name, dict(params or {})
+
+
+# ---- algorithm-as-submission ---------------------------------------------------------------------
+
+class AlgorithmPolicy(Policy):
+    """One ``run_algorithm`` call, then ``submit`` with the output's edges.
+
+    The output is also saved in the graph memory; when its edges cannot be written as a list
+    (circle–tail marks, over 512 edges) the policy loads it with ``load_graph`` and submits the
+    working graph. A failed run submits the empty graph (the reference tables score a failure
+    as the empty output). If the environment refuses the submitted list (e.g. a directed cycle
+    under the dag target), the policy submits the working graph as it stands.
+    """
+
+    interface = "text"
+
+    def __init__(self, name: str, params: Mapping[str, Any] | None = None):
+        self.algorithm, self.params = _check_algorithm(name, params)
+        self.name = self.algorithm
+        self._stage = "run"
+        self.output: Graph | None = None
+        self.error: str | None = None
+
+    def reset(self, observation: Any, info: dict[str, Any]) -> None:
+        self._stage = "run"
+        self.output = None
+        self.error = None
+
+    def act(self, observation: Any, info: dict[str, Any]) -> Any:
+        stage = self._stage
+        if stage == "run":
+            if _budget_left(observation) < 2:
+                self._stage = "done"
+                return {"tool": "submit", "args": {}}
+            self._stage = "read"
+            return {"tool": "run_algorithm", "args": {"name": self.algorithm,
+                                                      "params": self.params,
+                                                      "save_as": OUTPUT_NAME}}
+        if stage == "read":
+            data = info.get("data") or {}
+            if info.get("error") is not None or data.get("graph") is None:
+                self.error = str(info.get("error"))
+                self._stage = "submitted"
+                return {"tool": "submit", "args": {"edges": []}}
+            self.output = Graph.from_dict(data["graph"])
+            if edge_strings(self.output) is None and _budget_left(observation) >= 2:
+                self._stage = "loaded"
+                return {"tool": "load_graph", "args": {"name": OUTPUT_NAME}}
+            self._stage = "submitted"
+            return _submit(self.output)
+        # after load_graph, or after a refused submit: submit the working graph
+        self._stage = "done"
+        return {"tool": "submit", "args": {}}
+
+
+def algorithm_policy(name: str, params: Mapping[str, Any] | None = None) -> AlgorithmPolicy:
+    """Entry-point factory of :class:`AlgorithmPolicy` (policy ``algorithm``, option ``name``)."""
+    return AlgorithmPolicy(name, params)
+
+
+# ---- BCA ----------------------------------------------------------------------------------------
+
+def load_bca_selection(path: str | Path) -> dict[str, str]:
+    """Family → BCA from a selection file.
+
+    Accepts the JSON ``heuresis baselines --split dev --json FILE`` writes (``{"tables":
+    [{"family", "bca", ...}, ...]}``) or a plain ``{"bca": {family: algorithm}}``.
+    """
+    path = Path(path)
+    try:
+        content = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise HeuresisError(f"BCA selection file {str(path)!r} does not exist; write one with "
+                            "'heuresis baselines --split dev --json FILE'") from None
+    except json.JSONDecodeError as exc:
+        raise HeuresisError(f"BCA selection file {str(path)!r} is not JSON: {exc}") from None
+    mapping: dict[str, str] = {}
+    if isinstance(content, dict) and isinstance(content.get("tables"), list):
+        for table in content["tables"]:
+            if not isinstance(table, dict) or "family" not in table or "bca" not in table:
+                raise HeuresisError(f"BCA selection file {str(path)!r}: every table needs "
+                                    "'family' and 'bca'")
+            mapping[str(table["family"])] = str(table["bca"])
+    elif isinstance(content, dict) and isinstance(content.get("bca"), dict):
+        mapping = {str(k): str(v) for k, v in content["bca"].items()}
+    else:
+        raise HeuresisError(f"BCA selection file {str(path)!r} must hold 'tables' (the JSON of "
+                            "'heuresis baselines --json') or a 'bca' mapping of family to "
+                            "algorithm")
+    if not mapping:
+        raise HeuresisError(f"BCA selection file {str(path)!r} names no family")
+    return mapping
+
+
+_SELECTIONS: dict[tuple, tuple[str, dict[str, float]]] = {}
+
+
+def _f1(scores: Mapping[str, Any] | None) -> float:
+    """A run's adjacency F1, 0 for a failed run or an undefined F1 (as the reference tables)."""
+    if scores is None:
+        return 0.0
+    return float(np.nan_to_num(scores["f1"], nan=0.0))
+
+
+def select_bca_on_the_fly(family: str, count: int = DEFAULT_SELECTION_COUNT,
+                          algorithms: Sequence[str] | None = None, d: int = 10, n: int = 600,
+                          graph_model: str = "er") -> tuple[str, dict[str, float]]:
+    """BCA_φ selected on development instances 0..count−1 (cached reference results).
+
+    Returns (the algorithm, mean dev F1 of every candidate). Runs every candidate on every
+    instance the first time (minutes for the kernel methods), then reads the disk cache.
+    """
+    from baselines.reference import REFERENCE_ALGORITHMS, reference_record
+    from baselines.selection import select_bca
+    from heuresis_env.instances import SPLIT_SIZES, InstanceKey, generate_instance
+
+    if isinstance(count, bool) or not isinstance(count, numbers.Integral) or not (
+            1 <= count <= SPLIT_SIZES["dev"]):
+        raise HeuresisError(f"selection_count must be an integer in 1..{SPLIT_SIZES['dev']}, "
+                            f"got {count!r}")
+    candidates = tuple(REFERENCE_ALGORITHMS if algorithms is None else algorithms)
+    if not candidates:
+        raise HeuresisError("BCA needs at least one candidate algorithm")
+    for name in candidates:
+        _check_algorithm(name, None)
+    key = (family, int(count), candidates, int(d), int(n), graph_model)
+    if key not in _SELECTIONS:
+        dev_f1: dict[str, list[float]] = {name: [] for name in candidates}
+        for index in range(int(count)):
+            instance = generate_instance(InstanceKey(family, "dev", index, d=d, n=n,
+                                                     graph_model=graph_model))
+            for name in candidates:
+                dev_f1[name].append(_f1(reference_record(instance, name).scores))
+        _SELECTIONS[key] = (select_bca(dev_f1),
+                            {name: float(np.mean(values)) for name, values in dev_f1.items()})
+    return _SELECTIONS[key]
+
+
+class BCAPolicy(AlgorithmPolicy):
+    """BCA_φ of the episode's family, then algorithm-as-submission.
+
+    With ``selection_path`` the choice is read from a selection file
+    (:func:`load_bca_selection`); without one it is selected on the fly on the first
+    ``selection_count`` development instances of the family at the episode's d, n and graph
+    model (:func:`select_bca_on_the_fly`, cached). The family comes from the reset info's
+    instance key: BCA is a per-family reference, not an agent.
+    """
+
+    name = "bca"
+
+    def __init__(self, selection_path: str | Path | None = None,
+                 selection_count: int = DEFAULT_SELECTION_COUNT,
+                 algorithms: Sequence[str] | None = None):
+        self.selection_path = None if selection_path is None else Path(selection_path)
+        self.selection = (None if self.selection_path is None
+                          else load_bca_selection(self.selection_path))
+        if isinstance(selection_count, bool) or not isinstance(selection_count, numbers.Integral) \
+                or selection_count < 1:
+            raise HeuresisError(f"selection_count must be a positive integer, "
+                                f"got {selection_count!r}")
+        self.selection_count = int(selection_count)
+        if algorithms is not None:
+            if isinstance(algorithms, str):
+                raise HeuresisError("algorithms must be a list of algorithm names, not one string")
+            for algorithm in algorithms:
+                _check_algorithm(algorithm, None)
+        self.candidates = None if algorithms is None else tuple(algorithms)
+        self.algorithm, self.params = "", {}
+        self.name = "bca"
+        self._stage = "run"
+        self.output, self.error = None, None
+        self.choice: dict[str, Any] | None = None
+
+    def reset(self, observation: Any, info: dict[str, Any]) -> None:
+        super().reset(observation, info)
+        key = info.get("instance")
+        if not isinstance(key, Mapping) or "family" not in key:
+            raise HeuresisError("BCAPolicy needs the reset info's 'instance' key (its family)")
+        family = str(key["family"])
+        if self.selection is not None:
+            if family not in self.selection:
+                raise UnknownNameError(f"family in {self.selection_path}", family, self.selection)
+            algorithm, means = self.selection[family], None
+        else:
+            algorithm, means = select_bca_on_the_fly(
+                family, self.selection_count, self.candidates, d=int(key.get("d", 10)),
+                n=int(key.get("n", 600)), graph_model=str(key.get("graph_model", "er")))
+        self.algorithm, self.params = _check_algorithm(algorithm, None)
+        self.choice = {"kind": "bca_selection", "family": family, "algorithm": algorithm,
+                       "source": (str(self.selection_path) if self.selection_path is not None
+                                  else f"on the fly: {self.selection_count} dev instances"),
+                       "dev_mean_f1": means}
+
+    def transcript(self) -> list[dict[str, Any]] | None:
+        return None if self.choice is None else [dict(self.choice)]
+
+
+def bca_policy(selection_path: str | None = None,
+               selection_count: int = DEFAULT_SELECTION_COUNT,
+               algorithms: Sequence[str] | None = None) -> BCAPolicy:
+    """Entry-point factory of :class:`BCAPolicy` (policy ``bca``)."""
+    return BCAPolicy(selection_path=selection_path, selection_count=selection_count,
+                     algorithms=algorithms)
+
+
+# ---- the ideal oracle ---------------------------------------------------------------------------
+
+class OraclePolicy(Policy):
+    """The ideal oracle as a reference policy: it knows the truth, so it is not an agent.
+
+    At reset it regenerates the instance from the reset info's key (with ``salt``, else
+    ``$HEURESIS_TEST_SALT``, for a sealed test split), checks the data hash against the
+    episode's, and submits :func:`baselines.oracle.ideal_oracle` in one step.
+    """
+
+    name = "oracle"
+    interface = "text"
+
+    def __init__(self, salt: str | None = None, alpha: float = 0.05):
+        if salt is not None and not isinstance(salt, str):
+            raise HeuresisError(f"salt must be a string or None, got {type(salt).__name__}")
+        if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 < alpha < 1:
+            raise HeuresisError(f"alpha must be a number in (0, 1), got {alpha!r}")
+        self.salt = salt
+        self.alpha = float(alpha)
+        self.graph: Graph | None = None
+        self._submitted = False
+
+    def reset(self, observation: Any, info: dict[str, Any]) -> None:
+        from baselines.oracle import ideal_oracle
+        from heuresis_env.instances import InstanceKey, generate_instance
+
+        key = info.get("instance")
+        if not isinstance(key, Mapping):
+            raise HeuresisError("OraclePolicy needs the reset info's 'instance' key")
+        instance = generate_instance(InstanceKey.from_dict(key), self.salt)
+        expected = info.get("sha256")
+        if expected is not None and instance.sha256 != expected:
+            raise HeuresisError(
+                f"OraclePolicy regenerated {InstanceKey.from_dict(key)} but its data differ from "
+                "the episode's: the test split is sealed with a salt this policy does not know "
+                "(pass salt=... or set HEURESIS_TEST_SALT to the environment's salt)")
+        self.graph = ideal_oracle(instance, self.alpha)
+        self._submitted = False
+
+    def act(self, observation: Any, info: dict[str, Any]) -> Any:
+        if self.graph is None:
+            raise HeuresisError("OraclePolicy.act called before reset")
+        if self._submitted:  # the list was refused (a directed cycle under a dag target)
+            return {"tool": "submit", "args": {}}
+        self._submitted = True
+        return _submit(self.graph)
+
+
+def oracle_policy(salt: str | None = None, alpha: float = 0.05) -> OraclePolicy:
+    """Entry-point factory of :class:`OraclePolicy` (policy ``oracle``)."""
+    return OraclePolicy(salt=salt, alpha=alpha)
+
+
+# ---- merge_k -------------------------------------------------------------------------------------
+
+class MergePolicy(Policy):
+    """Calls each algorithm with ``run_algorithm`` and submits merge_k of their outputs.
+
+    A failed run counts as the empty graph (as in the reference tables). When the step budget
+    would run out first, it submits the merge of the outputs it has, with k clipped to their
+    number.
+    """
+
+    interface = "text"
+
+    def __init__(self, algorithms: Sequence[str], k: int,
+                 params: Mapping[str, Mapping[str, Any]] | None = None):
+        if isinstance(algorithms, str) or not isinstance(algorithms, Sequence) or not algorithms:
+            raise HeuresisError(f"algorithms must be a non-empty list of algorithm names, "
+                                f"got {algorithms!r}")
+        params = dict(params or {})
+        unknown = sorted(set(params) - set(algorithms))
+        if unknown:
+            raise HeuresisError(f"params given for algorithms not in the list: {unknown}; "
+                                f"the list is {list(algorithms)}")
+        self.algorithms = [_check_algorithm(a, params.get(a)) for a in algorithms]
+        names = [a for a, _ in self.algorithms]
+        if len(set(names)) != len(names):
+            raise HeuresisError(f"algorithms are repeated: "
+                                f"{sorted({a for a in names if names.count(a) > 1})}")
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k <= len(names):
+            raise HeuresisError(f"k must be an integer in 1..{len(names)} (the number of "
+                                f"algorithms), got {k!r}")
+        self.k = int(k)
+        self.name = f"merge-{self.k}"
+        self.outputs: list[Graph] = []
+        self.failures: dict[str, str] = {}
+        self._next = 0
+        self._names: tuple[str, ...] = ()
+        self._submitted = False
+
+    def reset(self, observation: Any, info: dict[str, Any]) -> None:
+        if "names" not in info:
+            raise HeuresisError("MergePolicy needs the reset info's 'names'")
+        self._names = tuple(info["names"])
+        self.outputs, self.failures = [], {}
+        self._next = 0
+        self._submitted = False
+
+    def merged(self) -> Graph | None:
+        """merge_k of the outputs so far (k clipped to their number); None before the first."""
+        from baselines.merges import merge_k
+
+        if not self.outputs:
+            return None
+        return merge_k(self.outputs, min(self.k, len(self.outputs)))
+
+    def act(self, observation: Any, info: dict[str, Any]) -> Any:
+        if self._submitted:
+            return {"tool": "submit", "args": {}}
+        if self._next > 0 and len(self.outputs) < self._next:
+            name = self.algorithms[self._next - 1][0]
+            data = info.get("data") or {}
+            if info.get("error") is None and data.get("graph") is not None:
+                self.outputs.append(Graph.from_dict(data["graph"]))
+            else:
+                self.failures[name] = str(info.get("error"))
+                self.outputs.append(Graph(self._names))
+        if self._next < len(self.algorithms) and _budget_left(observation) >= 2:
+            name, params = self.algorithms[self._next]
+            self._next += 1
+            return {"tool": "run_algorithm", "args": {"name": name, "params": params}}
+        self._submitted = True
+        return _submit(self.merged())
+
+    def transcript(self) -> list[dict[str, Any]] | None:
+        return [{"kind": "merge", "k": self.k,
+                 "algorithms": [a for a, _ in self.algorithms[:len(self.outputs)]],
+                 "failures": dict(self.failures)}]
+
+
+def merge_policy(algorithms: Sequence[str], k: int,
+                 params: Mapping[str, Mapping[str, Any]] | None = None) -> MergePolicy:
+    """Entry-point factory of :class:`MergePolicy` (policy ``merge``)."""
+    return MergePolicy(algorithms, k, params)

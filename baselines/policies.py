@@ -157,6 +157,30 @@ def algorithm_policy(name: str, params: Mapping[str, Any] | None = None) -> Algo
     return AlgorithmPolicy(name, params)
 
 
+def _named_algorithm_factory(algorithm: str):
+    """A factory registered under the algorithm's own name, so runs and reports read
+    ``pc-kci`` rather than ``algorithm``; keyword options are the algorithm's parameters."""
+
+    def factory(**params: Any) -> AlgorithmPolicy:
+        return AlgorithmPolicy(algorithm, params or None)
+
+    factory.__name__ = factory.__qualname__ = algorithm.replace("-", "_") + "_policy"
+    factory.__doc__ = f"Entry-point factory: {algorithm} as a submission (policy ``{algorithm}``)."
+    return factory
+
+
+pc_fisherz_policy = _named_algorithm_factory("pc-fisherz")
+pc_kci_policy = _named_algorithm_factory("pc-kci")
+ges_policy = _named_algorithm_factory("ges")
+fci_policy = _named_algorithm_factory("fci")
+direct_lingam_policy = _named_algorithm_factory("direct-lingam")
+anm_policy = _named_algorithm_factory("anm")
+notears_policy = _named_algorithm_factory("notears")
+notears_mlp_policy = _named_algorithm_factory("notears-mlp")
+grasp_policy = _named_algorithm_factory("grasp")
+boss_policy = _named_algorithm_factory("boss")
+
+
 # ---- BCA ----------------------------------------------------------------------------------------
 
 def load_bca_selection(path: str | Path) -> dict[str, str]:
@@ -294,11 +318,20 @@ class BCAPolicy(AlgorithmPolicy):
         return None if self.choice is None else [dict(self.choice)]
 
 
+#: the selection shipped with the package: `heuresis baselines --split test --json` output,
+#: BCA chosen on development instances at the default size (d=10, n=600, ER graphs)
+SHIPPED_SELECTION = Path(__file__).resolve().parent / "data" / "bca_selection.json"
+
+
 def bca_policy(selection_path: str | None = None,
                selection_count: int = DEFAULT_SELECTION_COUNT,
                algorithms: Sequence[str] | None = None) -> BCAPolicy:
-    """Entry-point factory of :class:`BCAPolicy` (policy ``bca``)."""
-    return BCAPolicy(selection_path=selection_path, selection_count=selection_count,
+    """Entry-point factory of :class:`BCAPolicy` (policy ``bca``). Without a selection path
+    it reads the shipped selection (made at d=10, n=600) when there is one; pass
+    ``selection_path=""`` to select on the fly instead (needed at other sizes)."""
+    if selection_path is None and SHIPPED_SELECTION.exists():
+        selection_path = str(SHIPPED_SELECTION)
+    return BCAPolicy(selection_path=selection_path or None, selection_count=selection_count,
                      algorithms=algorithms)
 
 

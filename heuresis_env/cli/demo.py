@@ -22,7 +22,7 @@ HELP = "The main job: run the reference and router policies on every family, the
 #: the policies of the main job, in table order (those not registered are skipped with a note)
 DEMO_POLICIES: tuple[str, ...] = (
     "pc-fisherz", "pc-kci", "ges", "fci", "direct-lingam", "anm", "notears", "notears-mlp",
-    "grasp", "boss", "bca", "oracle", "merge-star", "router", "scratchpad", "scratchpad-bandit",
+    "grasp", "boss", "bca", "oracle", "router", "scratchpad", "scratchpad-bandit",
 )
 
 #: where a shipped RL repair policy lives (trained by `heuresis train`, small enough to commit)

@@ -79,6 +79,7 @@ class CITest(ABC):
         self.n, self.d = self.data.shape
         self.params: dict[str, Any] = params
         self._memory: dict[tuple, CIResult] = {}
+        self._known_sets: dict[tuple, tuple[int, ...]] = {}  # raw tuple → validated, sorted
         self.n_computed = 0  # tests actually computed (not served from a cache)
         self._data_hash: str | None = None
         use_disk = self.disk_cache_default if disk_cache is None else disk_cache
@@ -120,7 +121,16 @@ class CITest(ABC):
 
     def test(self, x: int, y: int, conditioning_set: Iterable[int] = ()) -> CIResult:
         """Test x ⟂ y | conditioning_set (column indices); symmetric in x and y."""
-        key = self._normalize(x, y, conditioning_set)
+        # Fast path for the common call (Python ints, a tuple already seen): a PC run uses few
+        # distinct conditioning tuples, so each is validated and normalized once.
+        s = self._known_sets.get(conditioning_set) if type(conditioning_set) is tuple else None
+        if (s is not None and type(x) is int and type(y) is int and x != y
+                and 0 <= x < self.d and 0 <= y < self.d and x not in s and y not in s):
+            key = (x, y, s) if x < y else (y, x, s)
+        else:
+            key = self._normalize(x, y, conditioning_set)
+            if type(conditioning_set) is tuple:
+                self._known_sets[conditioning_set] = key[2]
         hit = self._memory.get(key)
         if hit is not None:
             return hit

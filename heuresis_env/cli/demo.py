@@ -31,7 +31,7 @@ SHIPPED_RL_MODEL = Path(__file__).resolve().parent.parent / "data" / "rl_repair_
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/demo"), help="output directory")
-    parser.add_argument("--count", type=int, default=3, help="test instances per family")
+    parser.add_argument("--count", type=int, default=2, help="test instances per family")
     parser.add_argument("--d", type=int, default=10, help="variables per instance")
     parser.add_argument("--n", type=int, default=600, help="rows per instance")
     parser.add_argument("--workers", type=int, default=2, help="parallel worker processes")

@@ -31,7 +31,7 @@ from heuresis_env.citests.base import CITest, make_ci_test, validate_data
 from heuresis_env.citests.dcor_test import distance_correlation
 from heuresis_env.errors import HeuresisError, UnknownNameError
 from heuresis_env.graphs import EdgeMark, Graph, has_directed_cycle
-from heuresis_env.pc import PCResult, pc
+from heuresis_env.pc import PCResult, pc, validate_names
 from heuresis_env.policy import Policy
 
 __all__ = [
@@ -86,18 +86,6 @@ def _check_real(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
         raise HeuresisError(f"{name} must be a finite number, got {value!r}")
     return float(value)
-
-
-def _check_names(names: Sequence[str], d: int) -> tuple[str, ...]:
-    if isinstance(names, str):
-        raise HeuresisError("names must be a sequence of column names, not one string")
-    names = tuple(str(n) for n in names)
-    if len(names) != d:
-        raise HeuresisError(f"names has {len(names)} entries but the data has {d} columns")
-    if len(set(names)) != d:
-        raise HeuresisError(f"names must be unique; repeated: "
-                            f"{sorted({n for n in names if names.count(n) > 1})}")
-    return names
 
 
 def _pair(x: str, y: str) -> tuple[str, str]:
@@ -347,7 +335,7 @@ def paper_router(X: np.ndarray, names: Sequence[str], *, alpha: float = 0.05,
     if not isinstance(restore, bool):
         raise HeuresisError(f"restore must be True or False, got {restore!r}")
     data = validate_data(X)
-    names = _check_names(names, data.shape[1])
+    names = validate_names(names, data.shape[1])
 
     fisherz = pc(data, names, ci_test="fisherz", alpha=alpha)
     column = {name: k for k, name in enumerate(names)}
@@ -693,7 +681,7 @@ class _ScratchpadPolicy(Policy):
         self._actions = []
         self._names = tuple(str(n) for n in info["names"])
         self._data = validate_data(info["data"])
-        _check_names(self._names, self._data.shape[1])
+        validate_names(self._names, self._data.shape[1])
         self._guided = bool(info.get("guided", False))
         self._sha256 = str(info.get("sha256") or "")
         self._reset_seed = info.get("seed")

@@ -134,7 +134,8 @@ class PCResult:
         }
 
 
-def _validate_names(names: Sequence[str] | None, d: int) -> tuple[str, ...]:
+def validate_names(names: Sequence[str] | None, d: int) -> tuple[str, ...]:
+    """Column names for d columns (X1..Xd when None): a sequence of d unique strings."""
     if names is None:
         return tuple(f"X{i + 1}" for i in range(d))
     if isinstance(names, str):
@@ -191,7 +192,7 @@ def pc(data: np.ndarray | None, names: Sequence[str] | None = None,
         raise HeuresisError(f"max_depth must be None or an integer ≥ 0, got {max_depth!r}")
     tester = _resolve_ci_test(data, ci_test, ci_params)
     d = tester.d
-    names = _validate_names(names, d)
+    names = validate_names(names, d)
     alpha = float(alpha)
     max_depth = None if max_depth is None else int(max_depth)
     stable = variant == "stable"

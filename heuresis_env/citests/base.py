@@ -19,6 +19,12 @@ import numpy as np
 from heuresis_env.cache import RecordLog, cache_root, stable_hash
 from heuresis_env.errors import DataError, HeuresisError, UnknownNameError
 
+#: conditioning tuple as given → sorted tuple of distinct ints (validated once, shared)
+_NORMALIZED_SETS: dict[tuple, tuple[int, ...]] = {}
+_MAX_NORMALIZED_SETS = 1_000_000
+#: builds a CIResult without NamedTuple's keyword-handling ``__new__`` (hot path)
+_new_tuple = tuple.__new__
+
 
 class CIResult(NamedTuple):
     """One test's outcome. ``conditioning_set`` is sorted; ``x < y``.
@@ -79,7 +85,6 @@ class CITest(ABC):
         self.n, self.d = self.data.shape
         self.params: dict[str, Any] = params
         self._memory: dict[tuple, CIResult] = {}
-        self._known_sets: dict[tuple, tuple[int, ...]] = {}  # raw tuple → validated, sorted
         self.n_computed = 0  # tests actually computed (not served from a cache)
         self._data_hash: str | None = None
         use_disk = self.disk_cache_default if disk_cache is None else disk_cache
@@ -121,19 +126,29 @@ class CITest(ABC):
 
     def test(self, x: int, y: int, conditioning_set: Iterable[int] = ()) -> CIResult:
         """Test x ⟂ y | conditioning_set (column indices); symmetric in x and y."""
-        # Fast path for the common call (Python ints, a tuple already seen): a PC run uses few
-        # distinct conditioning tuples, so each is validated and normalized once.
-        s = self._known_sets.get(conditioning_set) if type(conditioning_set) is tuple else None
+        # Fast path for the common call (Python ints, a conditioning tuple seen before): turning
+        # a tuple into a sorted tuple of distinct ints does not depend on the data, so it is
+        # memoized once per process; only the range checks remain per call.
+        s = _NORMALIZED_SETS.get(conditioning_set) if type(conditioning_set) is tuple else None
+        d = self.d
         if (s is not None and type(x) is int and type(y) is int and x != y
-                and 0 <= x < self.d and 0 <= y < self.d and x not in s and y not in s):
+                and 0 <= x < d and 0 <= y < d and (not s or (s[0] >= 0 and s[-1] < d))
+                and x not in s and y not in s):
             key = (x, y, s) if x < y else (y, x, s)
         else:
             key = self._normalize(x, y, conditioning_set)
-            if type(conditioning_set) is tuple:
-                self._known_sets[conditioning_set] = key[2]
-        hit = self._memory.get(key)
+            if type(conditioning_set) is tuple and len(_NORMALIZED_SETS) < _MAX_NORMALIZED_SETS:
+                _NORMALIZED_SETS[conditioning_set] = key[2]
+        memory = self._memory
+        hit = memory.get(key)
         if hit is not None:
             return hit
+        if self._disk is None:  # the common path, kept short: Fisher-z tests cost ~1 µs
+            stat, p = self._compute(*key)
+            self.n_computed += 1
+            result = memory[key] = _new_tuple(CIResult, (
+                *key, float(stat), 0.0 if p < 0.0 else (1.0 if p > 1.0 else float(p)), self.name))
+            return result
         disk_key = None
         cached = None
         if self._disk is not None:

@@ -11,6 +11,7 @@ of length |S| (causal-learn inverts a (|S| + 2)-matrix per test).
 from __future__ import annotations
 
 import math
+from operator import mul
 from typing import ClassVar
 
 import numpy as np
@@ -61,9 +62,9 @@ class FisherZ(CITest):
             return (r_xy - r_xw * r_yw) / math.sqrt(residual)
         w_x = self._whitened.get((s, x)) or self._whiten(s, x)
         w_y = self._whitened.get((s, y)) or self._whiten(s, y)
-        covariance = rows[x][y] - sum(a * b for a, b in zip(w_x, w_y))
-        variance_x = 1.0 - sum(a * a for a in w_x)
-        variance_y = 1.0 - sum(b * b for b in w_y)
+        covariance = rows[x][y] - sum(map(mul, w_x, w_y))
+        variance_x = 1.0 - sum(map(mul, w_x, w_x))
+        variance_y = 1.0 - sum(map(mul, w_y, w_y))
         if variance_x <= _SINGULAR or variance_y <= _SINGULAR:
             raise _singular_error((x, y, *s))
         return covariance / math.sqrt(variance_x * variance_y)
@@ -104,7 +105,7 @@ class FisherZ(CITest):
         r = self.partial_correlation(x, y, s)
         if abs(r) >= 1.0:
             r = math.copysign(_R_MAX, r)
-        statistic = math.sqrt(degrees) * abs(0.5 * math.log((1.0 + r) / (1.0 - r)))
+        statistic = math.sqrt(degrees) * abs(math.atanh(r))
         return statistic, math.erfc(statistic / _SQRT2)
 
 

@@ -5,8 +5,9 @@ Every registered reference and router policy (names resolved through the
 ``baselines``) plays the same test instances of all six families under identical settings;
 ``heuresis report`` then writes the tables and figures and the headline table is printed. A
 language-model policy joins only when a key or a local OpenAI-compatible server is configured
-(``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY`` or ``HEURESIS_LLM_BASE_URL``); an RL policy joins
-when a trained model is shipped or given with ``--rl-model``.
+(``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY`` or ``HEURESIS_LLM_BASE_URL``); the RL repair
+policy (registered as ``rl``; its shipped model, or ``--rl-model``) joins in the guided
+condition — it edits PC-KCI's output under the same budgets.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import argparse
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 HELP = "The main job: run the reference and router policies on every family, then report."
@@ -25,22 +27,26 @@ DEMO_POLICIES: tuple[str, ...] = (
     "grasp", "boss", "bca", "oracle", "router", "scratchpad", "scratchpad-bandit",
 )
 
-#: where a shipped RL repair policy lives (trained by `heuresis train`, small enough to commit)
-SHIPPED_RL_MODEL = Path(__file__).resolve().parent.parent / "data" / "rl_repair_wild" / "model.zip"
+#: the RL repair policy's registered name: its factory loads the shipped model without options
+RL_POLICY = "rl"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/demo"), help="output directory")
-    parser.add_argument("--count", type=int, default=2, help="test instances per family")
+    # the default size finishes in a few minutes on 2 cores; --n 600 --count 32 is the paper's
+    parser.add_argument("--count", type=int, default=6, help="test instances per family")
     parser.add_argument("--d", type=int, default=10, help="variables per instance")
-    parser.add_argument("--n", type=int, default=600, help="rows per instance")
+    parser.add_argument("--n", type=int, default=200,
+                        help="rows per instance (default 200; the benchmark's default is 600)")
     parser.add_argument("--workers", type=int, default=2, help="parallel worker processes")
     parser.add_argument("--max-steps", type=int, default=40, help="step budget per episode")
     parser.add_argument("--max-seconds", type=float, default=600.0, help="wall budget per episode")
     parser.add_argument("--policies", default=None,
                         help="comma-separated policy names (default: the main job's list)")
     parser.add_argument("--rl-model", type=Path, default=None,
-                        help="a trained RL repair policy (default: the shipped one, if any)")
+                        help="a trained RL repair policy's directory (`heuresis train --out`); "
+                             "default: the one shipped with the `rl` policy")
+    parser.add_argument("--no-rl", action="store_true", help="leave the RL repair policy out")
     parser.add_argument("--no-llm", action="store_true",
                         help="leave the language-model policy out even when one is configured")
 
@@ -51,7 +57,7 @@ def llm_configured() -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from heuresis_env.evaluation.policies import registered_policies
+    from heuresis_env.evaluation.policies import make_policy, registered_policies
     from heuresis_env.evaluation.runner import evaluate
     from heuresis_env.policy import EpisodeSettings
     from heuresis_env.reports.build import build_report
@@ -61,13 +67,24 @@ def run(args: argparse.Namespace) -> int:
         p.strip() for p in args.policies.split(",") if p.strip())
     plan: list[tuple[str, str, dict]] = []  # (run name, policy spec, options)
     for name in wanted:
+        if name == RL_POLICY:
+            continue  # below: with its model option and the guided condition
         if name in registered:
             plan.append((name, name, {}))
         else:
             print(f"note: policy {name!r} is not registered; skipped", file=sys.stderr)
-    rl_model = args.rl_model or (SHIPPED_RL_MODEL if SHIPPED_RL_MODEL.exists() else None)
-    if rl_model is not None and "rl" in registered:
-        plan.append(("rl", "rl", {"path": str(rl_model)}))
+    rl_options = {} if args.rl_model is None else {"path": str(args.rl_model)}
+    want_rl = not args.no_rl and (args.policies is None or RL_POLICY in wanted)
+    if want_rl and RL_POLICY not in registered:
+        print(f"note: policy {RL_POLICY!r} is not registered; skipped", file=sys.stderr)
+    elif want_rl:
+        try:  # built once here so that a missing model or extra is a note, not a failed run
+            make_policy(RL_POLICY, rl_options)
+        except Exception as exc:  # noqa: BLE001 - any reason to skip is reported
+            print(f"note: the RL repair policy is skipped ({type(exc).__name__}: {exc})",
+                  file=sys.stderr)
+        else:
+            plan.append((RL_POLICY, RL_POLICY, rl_options))
     if llm_configured() and not args.no_llm and "llm" in registered:
         plan.append(("llm", "llm", {}))
     if not plan:
@@ -76,12 +93,15 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
     settings = EpisodeSettings(max_steps=args.max_steps, max_seconds=args.max_seconds)
+    # a repair policy edits the guided seed (PC-KCI's output): same budgets, guided condition
+    repair_settings = replace(settings, guided=True)
     started = time.perf_counter()
     run_dirs = []
     for run_name, spec, options in plan:
         print(f"[{run_name}] {args.count} test instances × 6 families", file=sys.stderr)
         summary = evaluate(spec, families="all", split="test", count=args.count,
-                           settings=settings, workers=args.workers,
+                           settings=repair_settings if spec == RL_POLICY else settings,
+                           workers=args.workers,
                            out_dir=args.out / "runs" / run_name, policy_options=options,
                            d=args.d, n=args.n, progress=sys.stderr.isatty())
         run_dirs.append(summary.out_dir)

@@ -62,6 +62,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 from torch import nn
 
 from heuresis_env.errors import HeuresisError, UnknownNameError
+from heuresis_env.evaluation.runner import environment_kwargs as runner_environment_kwargs
+from heuresis_env.evaluation.runner import make_environment
 from heuresis_env.evidence import EVIDENCE_VERSION, FEATURE_NAMES
 from heuresis_env.policy import EpisodeResult, EpisodeSettings, Policy, run_episode
 from heuresis_env.toolbox.graph_tools import ACYCLIC_TARGETS
@@ -517,27 +519,15 @@ def _check_positive(name: str, value: Any, low: int = 1) -> int:
 
 def environment_kwargs(settings: EpisodeSettings, split: str, d: int, n: int,
                        **extra: Any) -> dict[str, Any]:
-    """Keyword arguments of an RL-view environment under the shared settings."""
-    return {"split": split, "guided": settings.guided, "max_steps": settings.max_steps,
-            "max_seconds": settings.max_seconds, "target": settings.target,
-            "toolbox": settings.toolbox, "d": d, "n": n, "interface": "rl", **extra}
-
-
-def _make_env(family: str, kwargs: dict[str, Any]) -> gym.Env:
-    from heuresis_env.registration import env_id, register_envs
-
-    register_envs()
-    if env_id(family) in gym.registry:
-        return gym.make(env_id(family), disable_env_checker=True, **kwargs)
-    from heuresis_env.env import HeuresisEnv
-
-    return HeuresisEnv(family=family, **kwargs)
+    """Keyword arguments of an RL-view environment under the shared settings (the runner's,
+    plus ``extra``: reward, indices, salt)."""
+    return {**runner_environment_kwargs(settings, split, d, n, "rl"), **extra}
 
 
 def _training_env_factory(family: str, kwargs: dict[str, Any], flatten: bool,
                           step_cost: float, submit_as_pass: bool) -> Callable[[], gym.Env]:
     def build() -> gym.Env:
-        env: gym.Env = Monitor(_make_env(family, kwargs))
+        env: gym.Env = Monitor(make_environment(family, kwargs))
         env = RepairActionMask(env, uses_orientations(kwargs["target"]))
         if submit_as_pass:
             env = SubmitAsPass(env)
@@ -808,7 +798,7 @@ def probe_edits(family: str, settings: EpisodeSettings, indices: Sequence[int], 
     n_pairs = masker.pair_i.size
     add0, remove0 = masker.slices["add"].start, masker.slices["remove"].start
     probe_settings = replace(settings, max_steps=3 * n_pairs + 2, max_seconds=None)
-    env = _make_env(family, environment_kwargs(probe_settings, split, d, n, reward="shaped",
+    env = make_environment(family, environment_kwargs(probe_settings, split, d, n, reward="shaped",
                                                indices=list(indices)))
     started = time.perf_counter()
     observations, rewards, steps = [], np.zeros((len(indices), n_pairs)), 0
@@ -935,7 +925,7 @@ def evaluate_policy(policy: Policy, family: str, split: str, indices: Iterable[i
                     salt: str | None = None) -> list[EpisodeResult]:
     """Run ``policy`` once on each instance of ``split`` named by ``indices``."""
     policy.configure(settings)
-    env = _make_env(family, environment_kwargs(settings, split, d, n, salt=salt))
+    env = make_environment(family, environment_kwargs(settings, split, d, n, salt=salt))
     try:
         return [run_episode(env, policy, seed=int(index), options={"index": int(index)})
                 for index in indices]

@@ -108,6 +108,9 @@ def run(args: argparse.Namespace) -> int:
     report = build_report(run_dirs, args.out / "report", progress=False)
     elapsed = time.perf_counter() - started
     print(report.headline)
+    if any(spec == RL_POLICY for _, spec, _ in plan):
+        print(f"\n{RL_POLICY}: the RL repair policy, in the guided condition (it starts from "
+              "PC-KCI's output; the other policies start from an empty graph)")
     print(f"\n{len(plan)} policies × 6 families × {args.count} instances in {elapsed:.0f} s; "
           f"report: {report.markdown_path} and {report.html_path}")
     return 0

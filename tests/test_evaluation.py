@@ -385,8 +385,11 @@ def _alive(pid: int) -> bool:
 
 def _stop_after_some_lines(out: Path, command: list[str], sig: int
                            ) -> tuple[int, list[int], str]:
+    # a shell starts background jobs with SIGINT ignored, and Python keeps an ignored SIGINT:
+    # give the run the default disposition, as a terminal's Ctrl-C would find it
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+                               stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     results = out / "results.jsonl"
     deadline = time.monotonic() + 120
     while _lines(results) < 2:

@@ -4,7 +4,7 @@ it as an ordinary policy.
 Tiny by default (d = 5, 8 development and 8 test instances, 4,000 steps: a minute or two
 including the instances' evidence); ``--full`` uses the benchmark's size (d = 10, n = 600,
 100 development and 32 test instances; the first run computes every instance's evidence, about
-10–30 s each, then the cache serves it).
+5–35 s each, then the cache serves it).
 
     python examples/train_repair_policy.py [--full] [--algo ppo] [--out runs/rl-example]
 """

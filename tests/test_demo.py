@@ -41,3 +41,45 @@ def test_demo_runs_policies_with_the_rl_policy_guided_and_prints_the_headline(tm
     assert (out / "report" / "report.md").is_file() and (out / "report" / "report.html").is_file()
     assert "router" in proc.stdout and "rl" in proc.stdout
     assert "5 policies × 6 families × 1 instances" in proc.stdout
+
+
+def _demo(out: Path, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "heuresis_env.cli", "demo", "--count", "1", "--workers", "1",
+         "--max-steps", "12", "--out", str(out), *extra],
+        capture_output=True, text=True, timeout=1200, env=env)
+
+
+@pytest.mark.slow
+def test_demo_adds_a_configured_llm_and_notes_what_it_cannot_run(tmp_path):
+    import os
+
+    from agents.llm.server import HEURISTIC_MODEL_NAME, ChatServer, HeuristicModel
+
+    base = {k: v for k, v in os.environ.items()
+            if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "HEURESIS_LLM_BASE_URL",
+                         "HEURESIS_LLM_MODEL", "HEURESIS_LLM_BACKEND")}
+    # a key without a model: the language-model policy is a note, the rest of the job runs;
+    # at d = 5 the shipped RL policy (trained at d = 10) is a note too
+    proc = _demo(tmp_path / "keyonly", "--d", "5", "--n", "100",
+                 "--policies", "pc-fisherz,rl,llm", env={**base, "OPENAI_API_KEY": "sk-not-a-key"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "the language-model policy is skipped" in proc.stderr
+    assert "HEURESIS_LLM_MODEL" in proc.stderr
+    assert "the RL repair policy is skipped (trained at d = 10" in proc.stderr
+    assert sorted(p.name for p in (tmp_path / "keyonly" / "runs").iterdir()) == ["pc-fisherz"]
+
+    # a local OpenAI-compatible server: the main job's own list gains the language-model policy
+    server = ChatServer(responder=HeuristicModel(), model=HEURISTIC_MODEL_NAME)
+    try:
+        proc = _demo(tmp_path / "server", "--d", "5", "--n", "100", "--no-rl",
+                     env={**base, "HEURESIS_LLM_BASE_URL": server.url,
+                          "HEURESIS_LLM_MODEL": HEURISTIC_MODEL_NAME,
+                          "OPENAI_API_KEY": "loopback"})
+    finally:
+        server.close()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = (tmp_path / "server" / "runs" / "llm" / "results.jsonl").read_text().splitlines()
+    assert len(lines) == 6
+    assert all(json.loads(line)["tokens"] for line in lines)  # usage from the API's fields
+    assert "| llm |" in proc.stdout and "16 policies × 6 families × 1 instances" in proc.stdout

@@ -4,7 +4,7 @@ inside ``run`` so that ``heuresis --help`` stays fast.
 
 Built-in subcommands live in this package. Other packages add subcommands through the
 ``heuresis.commands`` entry-point group (name = subcommand, value = module); that is how
-``heuresis baselines`` and ``heuresis evaluate`` arrive without ``heuresis_env`` importing
+``heuresis baselines`` and ``heuresis train`` arrive without ``heuresis_env`` importing
 ``baselines`` or ``agents``.
 """
 

@@ -29,6 +29,8 @@ DEMO_POLICIES: tuple[str, ...] = (
 
 #: the RL repair policy's registered name: its factory loads the shipped model without options
 RL_POLICY = "rl"
+#: the language-model policy's registered name (configured through its environment variables)
+LLM_POLICY = "llm"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -67,26 +69,36 @@ def run(args: argparse.Namespace) -> int:
         p.strip() for p in args.policies.split(",") if p.strip())
     plan: list[tuple[str, str, dict]] = []  # (run name, policy spec, options)
     for name in wanted:
-        if name == RL_POLICY:
-            continue  # below: with its model option and the guided condition
+        if name in (RL_POLICY, LLM_POLICY):
+            continue  # below: joined only when they can be built
         if name in registered:
             plan.append((name, name, {}))
         else:
             print(f"note: policy {name!r} is not registered; skipped", file=sys.stderr)
-    rl_options = {} if args.rl_model is None else {"path": str(args.rl_model)}
-    want_rl = not args.no_rl and (args.policies is None or RL_POLICY in wanted)
-    if want_rl and RL_POLICY not in registered:
-        print(f"note: policy {RL_POLICY!r} is not registered; skipped", file=sys.stderr)
-    elif want_rl:
-        try:  # built once here so that a missing model or extra is a note, not a failed run
-            make_policy(RL_POLICY, rl_options)
+    def join(name: str, options: dict, what: str) -> None:
+        """Add an optional policy if it can be built here: a missing model, extra or setting
+        is a note, not a failed run."""
+        if name not in registered:
+            print(f"note: policy {name!r} is not registered; skipped", file=sys.stderr)
+            return
+        try:
+            policy = make_policy(name, options)
         except Exception as exc:  # noqa: BLE001 - any reason to skip is reported
-            print(f"note: the RL repair policy is skipped ({type(exc).__name__}: {exc})",
-                  file=sys.stderr)
-        else:
-            plan.append((RL_POLICY, RL_POLICY, rl_options))
-    if llm_configured() and not args.no_llm and "llm" in registered:
-        plan.append(("llm", "llm", {}))
+            print(f"note: {what} is skipped ({type(exc).__name__}: {exc})", file=sys.stderr)
+            return
+        trained_d = getattr(policy, "d", None)  # a trained policy fixed to one size
+        if trained_d is not None and trained_d != args.d:
+            print(f"note: {what} is skipped (trained at d = {trained_d}, the run has "
+                  f"d = {args.d})", file=sys.stderr)
+            return
+        plan.append((name, name, options))
+
+    if not args.no_rl and (args.policies is None or RL_POLICY in wanted):
+        join(RL_POLICY, {} if args.rl_model is None else {"path": str(args.rl_model)},
+             "the RL repair policy")
+    if not args.no_llm and (LLM_POLICY in wanted if args.policies is not None
+                            else llm_configured()):
+        join(LLM_POLICY, {}, "the language-model policy")
     if not plan:
         print("no policy to run: install the package (pip install -e .) so its entry points "
               "are registered", file=sys.stderr)

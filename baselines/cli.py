@@ -42,11 +42,10 @@ def resolve_families(name: str) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from heuresis_env.algorithms import get_algorithm
-    from heuresis_env.instances import SPLIT_SIZES
-
     from baselines.family_table import compute_family_table, format_family_table
     from baselines.reference import REFERENCE_ALGORITHMS
+    from heuresis_env.algorithms import get_algorithm
+    from heuresis_env.instances import SPLIT_SIZES
 
     families = resolve_families(args.family)
     algorithms = (REFERENCE_ALGORITHMS if args.algorithms is None

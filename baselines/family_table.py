@@ -15,13 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from heuresis_env.graphs import Graph
-from heuresis_env.instances import InstanceKey, generate_instance
-from heuresis_env.metrics import paired_bootstrap, score_graph
-
 from baselines.merges import best_k, merge_k
 from baselines.reference import REFERENCE_ALGORITHMS, limit_threads, reference_record
 from baselines.selection import select_bca
+from heuresis_env.graphs import Graph
+from heuresis_env.instances import InstanceKey, generate_instance
+from heuresis_env.metrics import paired_bootstrap, score_graph
 
 
 @dataclass

@@ -53,7 +53,7 @@ class Policy(ABC):
         """Receive the run's shared settings before the first episode (the runner calls it)."""
         self.settings = settings
 
-    def reset(self, observation: Any, info: dict[str, Any]) -> None:
+    def reset(self, observation: Any, info: dict[str, Any]) -> None:  # noqa: B027 - optional hook
         """Start an episode. The default keeps nothing."""
 
     @abstractmethod
@@ -68,7 +68,7 @@ class Policy(ABC):
         """The episode's full exchange with a model, for policies that have one."""
         return None
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (clients, servers)."""
 
 

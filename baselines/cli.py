@@ -81,7 +81,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"\n{total} algorithm runs in {elapsed:.1f} s ({args.workers} worker(s))")
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"tables": [t.to_dict() for t in tables],
+        # the size makes the file usable as a BCA selection for episodes of that size only
+        size = {"d": args.d, "n": args.n, "graph_model": "er"}
+        args.json.write_text(json.dumps({"size": size, "tables": [t.to_dict() for t in tables],
                                          "seconds": elapsed}, indent=2))
         print(f"wrote {args.json}")
     return 0

@@ -39,6 +39,8 @@ __all__ = [
     "merge_policy",
     "oracle_policy",
     "select_bca_on_the_fly",
+    "selection_size",
+    "shipped_selection",
 ]
 
 #: development instances BCAPolicy selects on when no selection file is given
@@ -183,20 +185,37 @@ boss_policy = _named_algorithm_factory("boss")
 
 # ---- BCA ----------------------------------------------------------------------------------------
 
-def load_bca_selection(path: str | Path) -> dict[str, str]:
-    """Family → BCA from a selection file.
-
-    Accepts the JSON ``heuresis baselines --split dev --json FILE`` writes (``{"tables":
-    [{"family", "bca", ...}, ...]}``) or a plain ``{"bca": {family: algorithm}}``.
-    """
-    path = Path(path)
+def _read_selection_file(path: Path) -> Any:
     try:
-        content = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise HeuresisError(f"BCA selection file {str(path)!r} does not exist; write one with "
                             "'heuresis baselines --split dev --json FILE'") from None
     except json.JSONDecodeError as exc:
         raise HeuresisError(f"BCA selection file {str(path)!r} is not JSON: {exc}") from None
+
+
+def selection_size(path: str | Path) -> dict[str, Any] | None:
+    """The instance size a selection file was made at (``{"d", "n", "graph_model"}``, as
+    ``heuresis baselines --json`` records it), or None when the file does not say."""
+    content = _read_selection_file(Path(path))
+    size = content.get("size") if isinstance(content, dict) else None
+    if size is None:
+        return None
+    if not (isinstance(size, dict) and {"d", "n"} <= set(size)):
+        raise HeuresisError(f"BCA selection file {str(path)!r}: 'size' must hold 'd' and 'n'")
+    return {"d": int(size["d"]), "n": int(size["n"]),
+            "graph_model": str(size.get("graph_model", "er"))}
+
+
+def load_bca_selection(path: str | Path) -> dict[str, str]:
+    """Family → BCA from a selection file.
+
+    Accepts the JSON ``heuresis baselines --split dev --json FILE`` writes (``{"size": …,
+    "tables": [{"family", "bca", ...}, ...]}``) or a plain ``{"bca": {family: algorithm}}``.
+    """
+    path = Path(path)
+    content = _read_selection_file(path)
     mapping: dict[str, str] = {}
     if isinstance(content, dict) and isinstance(content.get("tables"), list):
         for table in content["tables"]:
@@ -263,20 +282,25 @@ class BCAPolicy(AlgorithmPolicy):
     """BCA_φ of the episode's family, then algorithm-as-submission.
 
     With ``selection_path`` the choice is read from a selection file
-    (:func:`load_bca_selection`); without one it is selected on the fly on the first
-    ``selection_count`` development instances of the family at the episode's d, n and graph
-    model (:func:`select_bca_on_the_fly`, cached). The family comes from the reset info's
-    instance key: BCA is a per-family reference, not an agent.
+    (:func:`load_bca_selection`; a file that records its size refuses episodes of another
+    size). With ``shipped=True`` (the ``bca`` entry point) the selection shipped for the
+    episode's size is used when there is one (:func:`shipped_selection`). Otherwise BCA is
+    selected on the fly on the first ``selection_count`` development instances of the family
+    at the episode's d, n and graph model (:func:`select_bca_on_the_fly`, cached). The family
+    comes from the reset info's instance key: BCA is a per-family reference, not an agent.
     """
 
     name = "bca"
 
     def __init__(self, selection_path: str | Path | None = None,
                  selection_count: int = DEFAULT_SELECTION_COUNT,
-                 algorithms: Sequence[str] | None = None):
+                 algorithms: Sequence[str] | None = None, shipped: bool = False):
         self.selection_path = None if selection_path is None else Path(selection_path)
         self.selection = (None if self.selection_path is None
                           else load_bca_selection(self.selection_path))
+        self.selection_size = (None if self.selection_path is None
+                               else selection_size(self.selection_path))
+        self.shipped = bool(shipped) and self.selection_path is None
         if isinstance(selection_count, bool) or not isinstance(selection_count, numbers.Integral) \
                 or selection_count < 1:
             raise HeuresisError(f"selection_count must be a positive integer, "
@@ -300,39 +324,62 @@ class BCAPolicy(AlgorithmPolicy):
         if not isinstance(key, Mapping) or "family" not in key:
             raise HeuresisError("BCAPolicy needs the reset info's 'instance' key (its family)")
         family = str(key["family"])
-        if self.selection is not None:
-            if family not in self.selection:
-                raise UnknownNameError(f"family in {self.selection_path}", family, self.selection)
-            algorithm, means = self.selection[family], None
+        size = {"d": int(key.get("d", 10)), "n": int(key.get("n", 600)),
+                "graph_model": str(key.get("graph_model", "er"))}
+        path, selection = self.selection_path, self.selection
+        if path is not None and self.selection_size not in (None, size):
+            raise HeuresisError(
+                f"the BCA selection {str(path)!r} was made at {_size_text(self.selection_size)}; "
+                f"this episode has {_size_text(size)}. BCA_φ is chosen per instance size: give "
+                "a selection of this size, or none to select on the fly")
+        if path is None and self.shipped:
+            path = shipped_selection(**size)
+            selection = None if path is None else load_bca_selection(path)
+        if selection is not None:
+            if family not in selection:
+                raise UnknownNameError(f"family in {path}", family, selection)
+            algorithm, means = selection[family], None
         else:
             algorithm, means = select_bca_on_the_fly(
-                family, self.selection_count, self.candidates, d=int(key.get("d", 10)),
-                n=int(key.get("n", 600)), graph_model=str(key.get("graph_model", "er")))
+                family, self.selection_count, self.candidates, **size)
         self.algorithm, self.params = _check_algorithm(algorithm, None)
         self.choice = {"kind": "bca_selection", "family": family, "algorithm": algorithm,
-                       "source": (str(self.selection_path) if self.selection_path is not None
+                       "source": (str(path) if path is not None
                                   else f"on the fly: {self.selection_count} dev instances"),
-                       "dev_mean_f1": means}
+                       "size": size, "dev_mean_f1": means}
 
     def transcript(self) -> list[dict[str, Any]] | None:
         return None if self.choice is None else [dict(self.choice)]
 
 
-#: the selection shipped with the package: `heuresis baselines --split test --json` output,
-#: BCA chosen on development instances at the default size (d=10, n=600, ER graphs)
-SHIPPED_SELECTION = Path(__file__).resolve().parent / "data" / "bca_selection.json"
+def _size_text(size: Mapping[str, Any] | None) -> str:
+    if size is None:
+        return "an unrecorded size"
+    return f"d={size['d']}, n={size['n']}, {size.get('graph_model', 'er')} graphs"
+
+
+#: the selections shipped with the package, one per instance size: `heuresis baselines
+#: --split test --json` output, BCA chosen on development instances of that size
+SHIPPED_SELECTIONS = Path(__file__).resolve().parent / "data"
+
+
+def shipped_selection(d: int = 10, n: int = 600, graph_model: str = "er") -> Path | None:
+    """The shipped selection file made at this size, or None."""
+    wanted = {"d": int(d), "n": int(n), "graph_model": str(graph_model)}
+    for path in sorted(SHIPPED_SELECTIONS.glob("bca_selection*.json")):
+        if selection_size(path) == wanted:
+            return path
+    return None
 
 
 def bca_policy(selection_path: str | None = None,
                selection_count: int = DEFAULT_SELECTION_COUNT,
                algorithms: Sequence[str] | None = None) -> BCAPolicy:
     """Entry-point factory of :class:`BCAPolicy` (policy ``bca``). Without a selection path
-    it reads the shipped selection (made at d=10, n=600) when there is one; pass
-    ``selection_path=""`` to select on the fly instead (needed at other sizes)."""
-    if selection_path is None and SHIPPED_SELECTION.exists():
-        selection_path = str(SHIPPED_SELECTION)
+    it uses the selection shipped for the episode's size (d=10 with n=600 or n=200) and
+    selects on the fly at other sizes; ``selection_path=""`` always selects on the fly."""
     return BCAPolicy(selection_path=selection_path or None, selection_count=selection_count,
-                     algorithms=algorithms)
+                     algorithms=algorithms, shipped=selection_path is None)
 
 
 # ---- the ideal oracle ---------------------------------------------------------------------------

@@ -13,12 +13,15 @@ import heuresis_env  # noqa: F401  (registers the environments)
 from baselines.merges import merge_k
 from baselines.oracle import ideal_oracle
 from baselines.policies import (
+    SHIPPED_SELECTIONS,
     AlgorithmPolicy,
     BCAPolicy,
     MergePolicy,
     OraclePolicy,
     edge_strings,
     load_bca_selection,
+    selection_size,
+    shipped_selection,
 )
 from heuresis_env.algorithms import run_algorithm
 from heuresis_env.errors import HeuresisError, UnknownNameError
@@ -169,6 +172,41 @@ def test_bca_policy_from_a_selection_file(tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps({"something": 1}))
     with pytest.raises(HeuresisError, match="tables"):
         BCAPolicy(selection_path=tmp_path / "bad.json")
+
+
+def test_selections_carry_their_size_and_bca_uses_the_one_of_the_episodes_size(tmp_path):
+    files = sorted(SHIPPED_SELECTIONS.glob("bca_selection*.json"))
+    sizes = [selection_size(path) for path in files]
+    assert files and None not in sizes
+    assert len({json.dumps(size, sort_keys=True) for size in sizes}) == len(files)  # one a size
+    full = {"d": 10, "n": 600, "graph_model": "er"}
+    assert full in sizes and shipped_selection(10, 600) == files[sizes.index(full)]
+    assert shipped_selection(D, N) is None and shipped_selection(10, 600, "ba") is None
+
+    sized = tmp_path / "sized.json"
+    sized.write_text(json.dumps({"size": {"d": 10, "n": 600}, "bca": {"lg": "ges"}}))
+    with pytest.raises(HeuresisError, match=r"d=10, n=600, er graphs.*d=5, n=200, er graphs"):
+        run_episode(make_env("lg"), BCAPolicy(selection_path=sized), seed=0,
+                    options={"index": 0})
+    matching = tmp_path / "matching.json"
+    matching.write_text(json.dumps({"size": {"d": D, "n": N}, "bca": {"lg": "ges"}}))
+    policy = BCAPolicy(selection_path=matching)
+    run_episode(make_env("lg"), policy, seed=0, options={"index": 0})
+    assert policy.algorithm == "ges"
+    assert policy.transcript()[0]["size"] == {"d": D, "n": N, "graph_model": "er"}
+    with pytest.raises(HeuresisError, match="'size' must hold"):
+        bad = tmp_path / "badsize.json"
+        bad.write_text(json.dumps({"size": {"d": 10}, "bca": {"lg": "ges"}}))
+        BCAPolicy(selection_path=bad)
+
+    # the `bca` entry point reads the shipped file of the episode's size (nothing is run)
+    shipped = load_bca_selection(shipped_selection(10, 600))
+    for family in ("lg", "wild"):
+        policy = make_policy("bca", {})
+        policy.reset({}, {"instance": {"family": family, "d": 10, "n": 600,
+                                       "graph_model": "er"}})
+        assert policy.algorithm == shipped[family]
+        assert policy.transcript()[0]["source"] == str(shipped_selection(10, 600))
 
 
 def test_bca_policy_selects_on_the_fly_on_dev_instances():

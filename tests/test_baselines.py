@@ -102,6 +102,11 @@ def test_heuresis_baselines_command_end_to_end(tmp_path):
     proc2 = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert proc2.returncode == 0
     assert json.loads(out.read_text())["tables"][0]["bca_f1"] == lg["bca_f1"]
+    # the file is a BCA selection for episodes of its size only
+    from baselines.policies import load_bca_selection, selection_size
+
+    assert selection_size(out) == {"d": 5, "n": 200, "graph_model": "er"}
+    assert load_bca_selection(out) == {"lg": lg["bca"]}
 
 
 def test_unknown_family_and_algorithm_are_clear_errors():

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from heuresis_env.citests.base import sample_matrix
 from heuresis_env.errors import DataError, HeuresisError, UnknownNameError
 
 #: regressors available to :func:`anm_direction`
@@ -36,27 +37,13 @@ LINGAM_MEASURES = ("entropy", "tanh", "skew")
 
 # ---- input checks ------------------------------------------------------------------------
 
-def _as_matrix(values: np.ndarray, label: str) -> np.ndarray:
-    """A sample as an (n, k) float matrix, checked for NaN and constancy."""
-    a = np.asarray(values, dtype=np.float64)
-    if a.ndim == 1:
-        a = a[:, None]
-    if a.ndim != 2:
-        raise DataError(f"{label} must be a 1-D or 2-D array, got shape {a.shape}")
-    if not np.all(np.isfinite(a)):
-        raise DataError(f"{label} has NaN or infinite values")
-    if np.any(np.ptp(a, axis=0) == 0):
-        raise DataError(f"{label} is constant; dependence cannot be measured")
-    return a
-
-
 def _as_vector(values: np.ndarray, label: str) -> np.ndarray:
     a = np.asarray(values, dtype=np.float64)
     if a.ndim == 2 and a.shape[1] == 1:
         a = a[:, 0]
     if a.ndim != 1:
         raise DataError(f"{label} must be one variable (a 1-D array), got shape {a.shape}")
-    return _as_matrix(a, label)[:, 0]
+    return sample_matrix(a, label)[:, 0]
 
 
 def _check_pair(x: np.ndarray, y: np.ndarray, min_rows: int) -> None:
@@ -106,7 +93,7 @@ def hsic_test(a: np.ndarray, b: np.ndarray, *, max_rows: int = 1000,
     ``max_rows`` rows, a random subset of ``max_rows`` rows (drawn from ``rng``, default
     ``default_rng(0)``) is used, because the cost grows as n².
     """
-    a_mat, b_mat = _as_matrix(a, "a"), _as_matrix(b, "b")
+    a_mat, b_mat = sample_matrix(a, "a"), sample_matrix(b, "b")
     _check_pair(a_mat, b_mat, min_rows=6)
     if max_rows < 6:
         raise HeuresisError(f"max_rows must be at least 6, got {max_rows}")

@@ -67,6 +67,21 @@ def validate_data(data: np.ndarray, min_rows: int = 5) -> np.ndarray:
     return x
 
 
+def sample_matrix(values: np.ndarray, label: str, *, allow_constant: bool = False) -> np.ndarray:
+    """One sample (a vector or an n × k matrix) as a finite float64 (n, k) matrix; a constant
+    column is an error unless ``allow_constant`` (for statistics defined there, e.g. dCor = 0)."""
+    array = np.asarray(values, dtype=np.float64)
+    if array.ndim == 1:
+        array = array[:, None]
+    if array.ndim != 2:
+        raise DataError(f"{label} must be a vector or an n × k matrix, got shape {array.shape}")
+    if not np.isfinite(array).all():
+        raise DataError(f"{label} has NaN or infinite values")
+    if not allow_constant and np.any(np.ptp(array, axis=0) == 0):
+        raise DataError(f"{label} is constant; dependence cannot be measured")
+    return array
+
+
 class CITest(ABC):
     """Base class: subclasses set ``name`` and implement :meth:`_compute`.
 

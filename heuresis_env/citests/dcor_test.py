@@ -28,7 +28,7 @@ import numpy as np
 from scipy.spatial.distance import pdist, squareform
 from scipy.special import chdtrc
 
-from heuresis_env.citests.base import CITest
+from heuresis_env.citests.base import CITest, sample_matrix
 from heuresis_env.citests.kci import pivoted_cholesky
 from heuresis_env.errors import DataError, HeuresisError, UnknownNameError
 
@@ -36,17 +36,6 @@ METHODS = ("permutation", "chi2")
 CONDITIONING = ("kernel", "linear", "none")
 #: ridge grid of the kernel regression, as multiples of n (searched by GCV)
 _RIDGE_GRID = np.logspace(-6, 0, 25)
-
-
-def _as_columns(values: np.ndarray, name: str) -> np.ndarray:
-    array = np.asarray(values, dtype=np.float64)
-    if array.ndim == 1:
-        array = array[:, None]
-    if array.ndim != 2:
-        raise DataError(f"{name} must be a vector or an n × p matrix, got shape {array.shape}")
-    if not np.isfinite(array).all():
-        raise DataError(f"{name} has NaN or infinite values")
-    return array
 
 
 def _centered_distances(values: np.ndarray) -> tuple[np.ndarray, float]:
@@ -71,7 +60,8 @@ def _distance_moments(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float
 def distance_correlation(x: np.ndarray, y: np.ndarray) -> float:
     """Sample distance correlation of x and y (vectors or n × p matrices), in [0, 1]; 0 when
     either is constant. Equals ``dcor.distance_correlation`` (the V-statistic form)."""
-    x, y = _as_columns(x, "x"), _as_columns(y, "y")
+    x, y = (sample_matrix(x, "x", allow_constant=True),  # dCor of a constant is 0
+            sample_matrix(y, "y", allow_constant=True))
     if x.shape[0] != y.shape[0]:
         raise DataError(f"x and y need the same number of rows, got {x.shape[0]} and {y.shape[0]}")
     covariance, variance_x, variance_y, _, _ = _distance_moments(x, y)
@@ -83,7 +73,8 @@ def distance_correlation(x: np.ndarray, y: np.ndarray) -> float:
 def distance_chi2_test(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     """Asymptotic test of Székely et al. (2007): statistic n V²ₙ / S₂ (S₂ = a.. · b..), p from
     χ²₁ (conservative). Returns (statistic, p)."""
-    x, y = _as_columns(x, "x"), _as_columns(y, "y")
+    x, y = (sample_matrix(x, "x", allow_constant=True),  # dCor of a constant is 0
+            sample_matrix(y, "y", allow_constant=True))
     covariance, _, _, mean_a, mean_b = _distance_moments(x, y)
     if mean_a <= 0 or mean_b <= 0:
         return 0.0, 1.0

@@ -21,6 +21,7 @@ import itertools
 import math
 import numbers
 import time
+from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -1120,8 +1121,9 @@ class _ScratchpadPolicy(Policy):
                                                     "a neighbour set?")
         return test if test is not None and test.key not in self._executed else None
 
+    @abstractmethod
     def _choose_test(self) -> tuple[ProposedTest | None, str | None]:
-        raise NotImplementedError
+        """The next test to run and why (the variants differ only here)."""
 
     def _orientation_candidates(self) -> list[Hypothesis]:
         if getattr(self.settings, "target", "none") == "none" or getattr(

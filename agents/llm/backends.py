@@ -297,7 +297,28 @@ def _openai_messages(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]
     return out
 
 
-class OpenAIChatBackend:
+class _SDKBackend:
+    """What the two SDK backends share: one SDK call with retries and back-off, timed.
+
+    Subclasses set ``schedule``, ``timeout``, ``_rng``, ``_sleep`` and implement ``_reply``.
+    """
+
+    def _call(self, create: Callable[..., Any], request: dict[str, Any],
+              deadline: float | None, sdk: Any) -> ChatReply:
+        def attempt(timeout: float | None):
+            return create(**request, timeout=timeout)
+
+        started = time.monotonic()
+        response, retries, errors = call_with_retries(
+            attempt, lambda exc: _classify_sdk_error(exc, sdk), self.schedule, self._rng,
+            deadline=deadline, timeout=self.timeout, sleep=self._sleep)
+        reply = self._reply(response)
+        reply.api_retries, reply.retry_errors = retries, errors
+        reply.seconds = time.monotonic() - started
+        return reply
+
+
+class OpenAIChatBackend(_SDKBackend):
     """Any chat-completions server through the official ``openai`` SDK: OpenAI itself, or vLLM,
     Ollama, llama.cpp's server, LM Studio… through ``base_url``. Native tool calling.
 
@@ -357,17 +378,7 @@ class OpenAIChatBackend:
         if self.extra_body:
             request["extra_body"] = self.extra_body
 
-        def attempt(timeout: float | None):
-            return self.client.chat.completions.create(**request, timeout=timeout)
-
-        started = time.monotonic()
-        response, retries, errors = call_with_retries(
-            attempt, lambda exc: _classify_sdk_error(exc, self._openai), self.schedule,
-            self._rng, deadline=deadline, timeout=self.timeout, sleep=self._sleep)
-        reply = self._reply(response)
-        reply.api_retries, reply.retry_errors = retries, errors
-        reply.seconds = time.monotonic() - started
-        return reply
+        return self._call(self.client.chat.completions.create, request, deadline, self._openai)
 
     def _reply(self, response: Any) -> ChatReply:
         from agents.llm.parsing import split_reasoning
@@ -483,7 +494,7 @@ def anthropic_messages(messages: Sequence[dict[str, Any]]) -> tuple[str, list[di
     return "\n\n".join(system_parts), out
 
 
-class AnthropicBackend:
+class AnthropicBackend(_SDKBackend):
     """Anthropic's messages API through the ``anthropic`` SDK, with native tool use.
 
     ``thinking_budget`` turns on extended thinking with that many tokens (it must be below the
@@ -542,17 +553,7 @@ class AnthropicBackend:
                                     f"the per-turn token budget ({request['max_tokens']})")
             request["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
 
-        def attempt(timeout: float | None):
-            return self.client.messages.create(**request, timeout=timeout)
-
-        started = time.monotonic()
-        response, retries, errors = call_with_retries(
-            attempt, lambda exc: _classify_sdk_error(exc, self._anthropic), self.schedule,
-            self._rng, deadline=deadline, timeout=self.timeout, sleep=self._sleep)
-        reply = self._reply(response)
-        reply.api_retries, reply.retry_errors = retries, errors
-        reply.seconds = time.monotonic() - started
-        return reply
+        return self._call(self.client.messages.create, request, deadline, self._anthropic)
 
     def _reply(self, response: Any) -> ChatReply:
         raw = response.model_dump(mode="json", exclude_none=True)

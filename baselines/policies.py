@@ -14,6 +14,7 @@ The factories at the end are the values of the ``heuresis.policies`` entry point
 
 from __future__ import annotations
 
+import functools
 import json
 import numbers
 from collections.abc import Mapping, Sequence
@@ -333,8 +334,7 @@ class BCAPolicy(AlgorithmPolicy):
                 f"this episode has {_size_text(size)}. BCA_φ is chosen per instance size: give "
                 "a selection of this size, or none to select on the fly")
         if path is None and self.shipped:
-            path = shipped_selection(**size)
-            selection = None if path is None else load_bca_selection(path)
+            path, selection = _shipped_choice(size["d"], size["n"], size["graph_model"])
         if selection is not None:
             if family not in selection:
                 raise UnknownNameError(f"family in {path}", family, selection)
@@ -370,6 +370,14 @@ def shipped_selection(d: int = 10, n: int = 600, graph_model: str = "er") -> Pat
         if selection_size(path) == wanted:
             return path
     return None
+
+
+@functools.cache
+def _shipped_choice(d: int, n: int, graph_model: str) -> tuple[Path | None, dict[str, str] | None]:
+    """The shipped selection file of this size and its family → algorithm map (read once per
+    process: the files are package data)."""
+    path = shipped_selection(d, n, graph_model)
+    return path, (None if path is None else load_bca_selection(path))
 
 
 def bca_policy(selection_path: str | None = None,

@@ -9,7 +9,7 @@ import argparse
 import json
 import sys
 
-HELP = "Train an RL repair policy (MaskablePPO or PPO) and evaluate it against the guided seed."
+HELP = "Train an RL repair policy (MaskablePPO or PPO) and evaluate it against the guided start."
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

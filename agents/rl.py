@@ -1,11 +1,11 @@
 """Trained repair policies on the RL view: train with (Maskable)PPO, evaluate, save, load.
 
 A repair policy starts from PC-KCI's output (the guided condition) and edits it one discrete
-action at a time (add, remove, orient, test, submit; ``heuresis_env.rl_view``). :func:`train`
+action at a time (add, remove, orient, test, submit; ``heuresis_env.env.rl_view``). :func:`train`
 learns one on the development instances of a family with sb3-contrib's ``MaskablePPO``
 (invalid actions masked through ``action_masks()``) or plain ``PPO`` (the observation
 flattened to one ``Box``; an invalid action is then an error step that costs a step and
-changes nothing), evaluates it against the guided seed on held-out test instances with a
+changes nothing), evaluates it against the guided start on held-out test instances with a
 paired bootstrap, and writes ``model.zip``, ``policy.json``, ``report.json`` and a learning
 curve. :func:`load` returns an :class:`RLPolicy`, a :class:`~heuresis_env.policy.Policy` like
 any other (it runs through :func:`~heuresis_env.policy.run_episode` and the evaluation
@@ -62,12 +62,12 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 from torch import nn
 
 from heuresis_env.errors import HeuresisError, UnknownNameError
-from heuresis_env.evaluation.runner import environment_kwargs as runner_environment_kwargs
-from heuresis_env.evaluation.runner import make_environment
+from heuresis_env.evaluation import environment_kwargs as runner_environment_kwargs
+from heuresis_env.evaluation import make_environment
 from heuresis_env.evidence import EVIDENCE_VERSION, FEATURE_NAMES
 from heuresis_env.policy import EpisodeResult, EpisodeSettings, Policy, run_episode
-from heuresis_env.toolbox.graph_tools import ACYCLIC_TARGETS
-from heuresis_env.toolbox.registry import RL_OPERATIONS, rl_action_table
+from heuresis_env.env.toolbox.graph_tools import ACYCLIC_TARGETS
+from heuresis_env.env import RL_OPERATIONS, rl_action_table
 
 __all__ = [
     "ALGORITHMS",
@@ -84,7 +84,7 @@ __all__ = [
     "RepairActionMask",
     "StepCost",
     "SubmitAsPass",
-    "SubmitSeedPolicy",
+    "SubmitStartPolicy",
     "TrainingReport",
     "evaluate_policy",
     "load",
@@ -201,7 +201,7 @@ class ActionMasker:
     """
 
     def __init__(self, d: int, target: str = "none", orient: bool = True):
-        from heuresis_env.toolbox.state import TARGETS
+        from heuresis_env.env.toolbox.state import TARGETS
 
         if target not in TARGETS:
             raise UnknownNameError("target", target, TARGETS)
@@ -568,7 +568,7 @@ def make_training_env(family: str, settings: EpisodeSettings, indices: Sequence[
 
 def _warm_one(job: tuple) -> tuple[str, int, float]:
     from heuresis_env.evidence import EvidenceProvider
-    from heuresis_env.instances import InstanceKey, generate_instance
+    from heuresis_env.generation.instances import InstanceKey, generate_instance
 
     family, split, index, d, n, salt = job
     started = time.perf_counter()
@@ -580,7 +580,7 @@ def _warm_one(job: tuple) -> tuple[str, int, float]:
 def warm_evidence(family: str, splits: dict[str, Iterable[int]], d: int, n: int,
                   workers: int = 1, salt: str | None = None,
                   progress: Callable[[str, int, float], None] | None = None) -> float:
-    """Compute (or load) the guided seed and pair evidence of every instance named, so that
+    """Compute (or load) the guided start and pair evidence of every instance named, so that
     training and evaluation start warm; ``workers`` processes share the work. Returns seconds.
 
     ``splits`` maps a split name to instance indices, e.g. ``{"dev": range(40)}``.
@@ -606,10 +606,10 @@ def warm_evidence(family: str, splits: dict[str, Iterable[int]], d: int, n: int,
 
 # ---- policies ----------------------------------------------------------------------------------
 
-class SubmitSeedPolicy(Policy):
-    """Submits at once: in the guided condition its score is the guided seed's (PC-KCI's)."""
+class SubmitStartPolicy(Policy):
+    """Submits at once: in the guided condition its score is the guided start's (PC-KCI's)."""
 
-    name = "guided-seed"
+    name = "guided-start"
     interface = "rl"
 
     def act(self, observation: Any, info: dict[str, Any]) -> int:
@@ -1019,7 +1019,7 @@ def plot_learning_curve(curve: Sequence[dict[str, float]], path: str | os.PathLi
                                                    [test_gain.high - test_gain.mean]],
                       fmt="s", color="C3", capsize=4, label="test: paired 95% interval")
     axes.set_xlabel("environment steps")
-    axes.set_ylabel("adjacency F1 gain over the guided seed")
+    axes.set_ylabel("adjacency F1 gain over the guided start")
     axes.set_title(title, fontsize=10)
     axes.legend(fontsize=8, loc="lower right")
     figure.tight_layout()
@@ -1052,7 +1052,7 @@ class TrainingReport:
     training_cpu_seconds: float
     evaluation_seconds: float
     policy_f1: list[float]
-    seed_f1: list[float]
+    start_f1: list[float]
     policy_means: dict[str, float]
     seed_means: dict[str, float]
     f1_difference: dict[str, Any]
@@ -1068,7 +1068,7 @@ class TrainingReport:
         return self.policy_means["f1"]
 
     @property
-    def seed_mean_f1(self) -> float:
+    def start_mean_f1(self) -> float:
         return self.seed_means["f1"]
 
     def to_dict(self) -> dict[str, Any]:
@@ -1077,7 +1077,7 @@ class TrainingReport:
     def summary(self) -> str:
         diff = self.f1_difference
         return (f"{self.family} test (n={len(self.test_indices)}): F1 policy "
-                f"{self.policy_mean_f1:.3f} vs guided seed (PC-KCI) {self.seed_mean_f1:.3f}; "
+                f"{self.policy_mean_f1:.3f} vs guided start (PC-KCI) {self.start_mean_f1:.3f}; "
                 f"difference {diff['mean']:+.3f} [{diff['low']:+.3f}, {diff['high']:+.3f}] "
                 f"(paired 95% bootstrap); trained {self.steps} steps in "
                 f"{self.training_seconds:.0f} s wall, {self.training_cpu_seconds:.0f} s CPU "
@@ -1096,7 +1096,7 @@ def _versions() -> dict[str, str]:
 
 
 def _indices(name: str, value: int | Sequence[int], split: str) -> list[int]:
-    from heuresis_env.instances import SPLIT_SIZES
+    from heuresis_env.generation.instances import SPLIT_SIZES
 
     size = SPLIT_SIZES[split]
     if isinstance(value, int | np.integer) and not isinstance(value, bool):
@@ -1215,14 +1215,14 @@ def train(family: str = "wild", algo: str = "maskable_ppo", steps: int = 20_000,
     started = time.perf_counter()
     rl_policy = RLPolicy(model, config, deterministic=True, seed=seed)
     policy_results = evaluate_policy(rl_policy, family, "test", test, settings, d, n, salt)
-    seed_results = evaluate_policy(SubmitSeedPolicy(), family, "test", test, settings, d, n,
+    seed_results = evaluate_policy(SubmitStartPolicy(), family, "test", test, settings, d, n,
                                    salt)
     evaluation_seconds = time.perf_counter() - started
     from heuresis_env.metrics import paired_bootstrap
 
     policy_f1 = [float(r.scores["f1"]) for r in policy_results]
-    seed_f1 = [float(r.scores["f1"]) for r in seed_results]
-    difference = paired_bootstrap(policy_f1, seed_f1, n_resamples=n_resamples, seed=seed)
+    start_f1 = [float(r.scores["f1"]) for r in seed_results]
+    difference = paired_bootstrap(policy_f1, start_f1, n_resamples=n_resamples, seed=seed)
     actions = {operation: float(np.mean([r.usage["actions"].get(operation, 0)
                                          for r in policy_results]))
                for operation in RL_OPERATIONS}
@@ -1232,7 +1232,7 @@ def train(family: str = "wild", algo: str = "maskable_ppo", steps: int = 20_000,
         n_envs=n_envs, dev_indices=dev, test_indices=test, d=d, n=n,
         settings=settings.to_dict(), step_cost=float(step_cost), hyperparameters=params,
         evidence_seconds=evidence_seconds, training_seconds=training_seconds,
-        training_cpu_seconds=training_cpu_seconds, evaluation_seconds=evaluation_seconds, policy_f1=policy_f1, seed_f1=seed_f1,
+        training_cpu_seconds=training_cpu_seconds, evaluation_seconds=evaluation_seconds, policy_f1=policy_f1, start_f1=start_f1,
         policy_means=_means(policy_results), seed_means=_means(seed_results),
         f1_difference=asdict(difference), policy_actions=actions, learning_curve=curve,
         warm_start=warm, out_dir=str(out), versions=_versions())
@@ -1240,7 +1240,7 @@ def train(family: str = "wild", algo: str = "maskable_ppo", steps: int = 20_000,
         warm_f1 = [float(r.scores["f1"]) for r in warm_policy_results]
         report.warm_start["test_means"] = _means(warm_policy_results)
         report.warm_start["f1_difference"] = asdict(paired_bootstrap(
-            warm_f1, seed_f1, n_resamples=n_resamples, seed=seed))
+            warm_f1, start_f1, n_resamples=n_resamples, seed=seed))
     plot_learning_curve(curve, out / CURVE_FILE, test_gain=difference,
                         title=f"{algo} ({architecture}) on {family}, d={d}, n={n}: "
                               f"test ΔF1 {difference.mean:+.3f}")

@@ -28,11 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from heuresis_env.citests.base import CITest, make_ci_test, validate_data
-from heuresis_env.citests.dcor_test import distance_correlation
+from heuresis_env.discovery.citests.base import CITest, make_ci_test, validate_data
+from heuresis_env.discovery.citests.dcor import distance_correlation
 from heuresis_env.errors import HeuresisError, UnknownNameError
 from heuresis_env.graphs import EdgeMark, Graph, has_directed_cycle
-from heuresis_env.pc import PCResult, pc, validate_names
+from heuresis_env.discovery.pc import PCResult, pc, validate_names
 from heuresis_env.policy import Policy
 
 __all__ = [
@@ -895,7 +895,7 @@ class _ScratchpadPolicy(Policy):
                 outcome="independent", p_value=float(record["p_value"]),
                 statistic=float(record["statistic"]), source="deletion_log", step=step,
                 purpose="prior", tool="deletion_log",
-                note="deleted by PC-KCI (the guided seed) at this set")
+                note="deleted by PC-KCI (the guided start) at this set")
             self._interpret(self.ledger.hypotheses[pair], evidence)
         self._kci_kept = {pair for pair, h in self.ledger.hypotheses.items()
                           if h.claim == "no_edge" and pair not in deleted}

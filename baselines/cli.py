@@ -11,6 +11,12 @@ import sys
 import time
 from pathlib import Path
 
+from baselines.family_table import compute_family_table, format_family_table
+from baselines.reference import REFERENCE_ALGORITHMS
+from heuresis_env.discovery.algorithms import get_algorithm
+from heuresis_env.generation.families import available_families, get_family
+from heuresis_env.generation.instances import SPLIT_SIZES
+
 HELP = "Reference results per family: algorithms, BCA, oracle, merge*, headrooms."
 
 
@@ -31,7 +37,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def resolve_families(name: str) -> list[str]:
-    from heuresis_env.families import available_families, get_family
 
     if name == "all":
         return list(available_families())
@@ -41,11 +46,6 @@ def resolve_families(name: str) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
-
-    from baselines.family_table import compute_family_table, format_family_table
-    from baselines.reference import REFERENCE_ALGORITHMS
-    from heuresis_env.algorithms import get_algorithm
-    from heuresis_env.instances import SPLIT_SIZES
 
     families = resolve_families(args.family)
     algorithms = (REFERENCE_ALGORITHMS if args.algorithms is None

@@ -16,10 +16,11 @@ from typing import Any
 import numpy as np
 
 from baselines.merges import best_k, merge_k
+from baselines.oracle import ideal_oracle
 from baselines.reference import REFERENCE_ALGORITHMS, limit_threads, reference_record
 from baselines.selection import select_bca
+from heuresis_env.generation.instances import SPLIT_SIZES, InstanceKey, generate_instance
 from heuresis_env.graphs import Graph
-from heuresis_env.instances import InstanceKey, generate_instance
 from heuresis_env.metrics import paired_bootstrap, score_graph
 
 
@@ -83,7 +84,6 @@ def _job(args: tuple[dict, str]) -> tuple[str, str, dict | None, float, str | No
     result = record.result
     oracle_scores = None
     if algorithm == "pc-kci" and record.ok:
-        from baselines.oracle import ideal_oracle
 
         oracle_scores = score_graph(ideal_oracle(instance), instance.record.dag)
     return (instance.key.slug, algorithm, record.scores, float(result.get("runtime_seconds", 0.0)),
@@ -132,7 +132,6 @@ def compute_family_table(family: str, split: str = "test", count: int | None = N
                          progress: Callable[[int], None] | None = None,
                          merge_graphs: bool = True) -> FamilyTable:
     """Everything ``heuresis baselines`` prints for one family."""
-    from heuresis_env.instances import SPLIT_SIZES
 
     algorithms = list(dict.fromkeys(["pc-kci", *algorithms]))  # PC-KCI is needed for oracle/headroom
     count = SPLIT_SIZES[split] if count is None else count

@@ -8,9 +8,9 @@ choice, SHD does — documented in docs/scores.md.
 from __future__ import annotations
 
 from baselines.reference import reference_record
+from heuresis_env.discovery.pc import Deletion
+from heuresis_env.generation.instances import Instance
 from heuresis_env.graphs import Graph
-from heuresis_env.instances import Instance
-from heuresis_env.pc import Deletion
 
 
 def restore_wrong_deletions(pc_graph: Graph, deletion_log: list[Deletion], true_dag: Graph) -> Graph:

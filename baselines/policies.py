@@ -23,7 +23,14 @@ from typing import Any
 
 import numpy as np
 
+from baselines.merges import merge_k
+from baselines.oracle import ideal_oracle
+from baselines.reference import REFERENCE_ALGORITHMS, reference_record
+from baselines.selection import select_bca
+from heuresis_env.discovery.algorithms import get_algorithm
+from heuresis_env.env.toolbox.registry import MAX_LIST_ITEMS
 from heuresis_env.errors import HeuresisError, UnknownNameError
+from heuresis_env.generation.instances import SPLIT_SIZES, InstanceKey, generate_instance
 from heuresis_env.graphs import EdgeMark, Graph
 from heuresis_env.policy import Policy
 
@@ -63,7 +70,6 @@ def edge_strings(graph: Graph) -> list[str] | None:
     None when the list cannot express it: an edge with a circle–tail pair of marks, or more
     edges than an action list may hold.
     """
-    from heuresis_env.toolbox.registry import MAX_LIST_ITEMS
 
     edges = graph.edges()
     if len(edges) > MAX_LIST_ITEMS:
@@ -91,7 +97,6 @@ def _submit(graph: Graph | None) -> dict[str, Any]:
 
 
 def _check_algorithm(name: Any, params: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
-    from heuresis_env.algorithms import get_algorithm
 
     if not isinstance(name, str):
         raise HeuresisError(f"an algorithm name must be a string, got {name!r}")
@@ -253,9 +258,6 @@ def select_bca_on_the_fly(family: str, count: int = DEFAULT_SELECTION_COUNT,
     Returns (the algorithm, mean dev F1 of every candidate). Runs every candidate on every
     instance the first time (minutes for the kernel methods), then reads the disk cache.
     """
-    from baselines.reference import REFERENCE_ALGORITHMS, reference_record
-    from baselines.selection import select_bca
-    from heuresis_env.instances import SPLIT_SIZES, InstanceKey, generate_instance
 
     if isinstance(count, bool) or not isinstance(count, numbers.Integral) or not (
             1 <= count <= SPLIT_SIZES["dev"]):
@@ -414,8 +416,6 @@ class OraclePolicy(Policy):
         self._submitted = False
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
-        from baselines.oracle import ideal_oracle
-        from heuresis_env.instances import InstanceKey, generate_instance
 
         key = info.get("instance")
         if not isinstance(key, Mapping):
@@ -492,7 +492,6 @@ class MergePolicy(Policy):
 
     def merged(self) -> Graph | None:
         """merge_k of the outputs so far (k clipped to their number); None before the first."""
-        from baselines.merges import merge_k
 
         if not self.outputs:
             return None

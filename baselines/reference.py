@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from heuresis_env import __version__
-from heuresis_env.algorithms import AlgorithmResult, run_algorithm
 from heuresis_env.cache import ResultCache, stable_hash
-from heuresis_env.instances import Instance
+from heuresis_env.discovery.algorithms import AlgorithmResult, run_algorithm
+from heuresis_env.generation.instances import Instance
 from heuresis_env.metrics import score_graph
 
 #: bump when a change here alters results (the package version is part of the key too)

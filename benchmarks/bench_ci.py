@@ -5,7 +5,7 @@
 2. Fisher-z per-test throughput vs causal-learn's ``CIT(X, "fisherz")`` on the distinct tests
    of a PC run (d = 20, n = 1000, linear-Gaussian); also the ratio of our computation alone
    (without the shared ``CITest.test`` bookkeeping).
-3. PC-KCI end to end: ``heuresis_env.pc.pc`` with our KCI vs causal-learn's
+3. PC-KCI end to end: ``heuresis_env.discovery.pc.pc`` with our KCI vs causal-learn's
    ``pc(X, 0.05, "kci")`` on the same instance: times, numbers of tests, ratio, skeleton
    equality, max |Δp| over the tests both ran.
 4. ``import heuresis_env`` time, and that importing the CI tests loads no dcor, numba, torch
@@ -31,7 +31,7 @@ import numpy as np
 
 
 def instance_data(family: str, index: int) -> np.ndarray:
-    from heuresis_env.instances import InstanceKey, generate_instance
+    from heuresis_env.generation.instances import InstanceKey, generate_instance
 
     return np.array(generate_instance(InstanceKey(family, "dev", index)).X)
 
@@ -48,7 +48,7 @@ def kci_test_list(d: int, rng: np.random.Generator, per_level: int = 12) -> list
 def bench_kci(data: np.ndarray) -> None:
     from causallearn.utils.cit import CIT
 
-    from heuresis_env.citests.kci import KCI
+    from heuresis_env.discovery.citests.kci import KCI
 
     tests = kci_test_list(data.shape[1], np.random.default_rng(0))
     reference = CIT(data, "kci")
@@ -82,8 +82,8 @@ def bench_kci(data: np.ndarray) -> None:
 def bench_fisherz(repeats: int = 5) -> None:
     from causallearn.utils.cit import CIT
 
-    from heuresis_env.citests.fisherz import FisherZ
-    from heuresis_env.pc import pc
+    from heuresis_env.discovery.citests.fisherz import FisherZ
+    from heuresis_env.discovery.pc import pc
 
     rng = np.random.default_rng(1)
     d, n = 20, 1000
@@ -122,8 +122,8 @@ def bench_pc_kci(data: np.ndarray, alpha: float = 0.05) -> None:
     from causallearn.search.ConstraintBased.PC import pc as reference_pc
     from causallearn.utils import cit as reference_cit
 
-    from heuresis_env.citests.kci import KCI
-    from heuresis_env.pc import pc
+    from heuresis_env.discovery.citests.kci import KCI
+    from heuresis_env.discovery.pc import pc
 
     reference_p: dict[tuple[int, int, tuple[int, ...]], float] = {}
     original_call = reference_cit.KCI.__call__
@@ -166,8 +166,8 @@ def bench_imports() -> None:
         start = time.perf_counter()
         import heuresis_env
         package = time.perf_counter() - start
-        import heuresis_env.citests, heuresis_env.citests.fisherz, heuresis_env.citests.kci
-        import heuresis_env.citests.rcit, heuresis_env.citests.dcor_test
+        import heuresis_env.discovery.citests, heuresis_env.discovery.citests.fisherz, heuresis_env.discovery.citests.kci
+        import heuresis_env.discovery.citests.rcit, heuresis_env.discovery.citests.dcor
         total = time.perf_counter() - start
         heavy = sorted({m.split(".")[0] for m in sys.modules} & {"dcor", "numba", "torch", "causallearn"})
         print(f"{package:.3f} {total:.3f} {','.join(heavy) or '-'}")
@@ -195,7 +195,7 @@ def main() -> None:
     import causallearn.utils.cit  # noqa: F401
     import scipy.linalg  # noqa: F401
 
-    import heuresis_env.citests.kci  # noqa: F401
+    import heuresis_env.discovery.citests.kci  # noqa: F401
 
     limits = contextlib.nullcontext()
     if args.blas_threads > 0:

@@ -17,8 +17,13 @@ import time
 
 import numpy as np
 
-from heuresis_env.families import available_families
-from heuresis_env.instances import InstanceKey, generate_instance, save_split, split_directory
+from heuresis_env.generation.families import available_families
+from heuresis_env.generation.instances import (
+    InstanceKey,
+    generate_instance,
+    save_split,
+    split_directory,
+)
 
 
 def reference_sampler(d: int, n: int, rng: np.random.Generator) -> np.ndarray:

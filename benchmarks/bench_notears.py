@@ -1,7 +1,7 @@
 """Time NOTEARS-MLP on one d = 10, n = 600 nonlinear instance (``anm``/dev/0 by default).
 
 Prints the time of one full run (defaults: hidden 10, λ₁ = λ₂ = 0.01, seed 0) of
-``heuresis_env.notears.notears_mlp`` with each engine beside a straightforward
+``heuresis_env.discovery.notears.notears_mlp`` with each engine beside a straightforward
 reference-style implementation measured in the same run: the reference code's
 ``NotearsMLP`` as an ``nn.Module`` (fc1_pos, fc1_neg, ``LocallyConnected``), autograd over the
 whole objective, parameters flattened and copied per evaluation (xunzheng/notears
@@ -29,7 +29,7 @@ import torch
 from threadpoolctl import threadpool_limits
 from torch import nn
 
-from heuresis_env.notears import expm_nonnegative, notears_mlp
+from heuresis_env.discovery.notears import expm_nonnegative, notears_mlp
 
 
 class LocallyConnected(nn.Module):
@@ -193,7 +193,7 @@ def main() -> None:
     parser.add_argument("--noise-floor", action="store_true",
                         help="also run the reference with scipy.linalg.expm")
     args = parser.parse_args()
-    from heuresis_env.instances import InstanceKey, generate_instance
+    from heuresis_env.generation.instances import InstanceKey, generate_instance
 
     x = np.asarray(generate_instance(InstanceKey(args.family, "dev", args.index)).X)
     print(f"instance {args.family}/dev/{args.index}: n = {x.shape[0]}, d = {x.shape[1]}")

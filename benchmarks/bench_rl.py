@@ -75,21 +75,21 @@ def main() -> None:
             if warm and steps == budgets[0]:
                 alone, means = report.warm_start["f1_difference"], report.warm_start["test_means"]
                 print(f"{'  warm start only':<17}{0:>8}{report.warm_start['seconds']:>8.0f}"
-                      f"{'':>8}{means['f1']:>11.3f}{report.seed_mean_f1:>9.3f}"
+                      f"{'':>8}{means['f1']:>11.3f}{report.start_mean_f1:>9.3f}"
                       f"{alone['mean']:>+10.3f} [{alone['low']:+.3f}, {alone['high']:+.3f}]"
                       f"   ({report.warm_start['steps']} probe steps)", flush=True)
             cpu = report.training_cpu_seconds
             diff = report.f1_difference
             actions = report.policy_actions
             print(f"{variant:<17}{steps:>8}{report.training_seconds:>8.0f}{cpu:>8.0f}"
-                  f"{report.policy_mean_f1:>11.3f}{report.seed_mean_f1:>9.3f}"
+                  f"{report.policy_mean_f1:>11.3f}{report.start_mean_f1:>9.3f}"
                   f"{diff['mean']:>+10.3f} [{diff['low']:+.3f}, {diff['high']:+.3f}]"
                   f"{actions['add']:>6.2f}{actions['remove']:>8.2f}{actions['test']:>6.1f}",
                   flush=True)
             rows.append({"variant": variant, "steps": steps,
                          "warm_start": report.warm_start,
                          "training_seconds": report.training_seconds, "cpu_seconds": cpu,
-                         "policy_f1": report.policy_mean_f1, "seed_f1": report.seed_mean_f1,
+                         "policy_f1": report.policy_mean_f1, "start_f1": report.start_mean_f1,
                          "difference": diff, "actions": actions, "out_dir": report.out_dir})
     if args.json is not None:
         args.json.write_text(json.dumps(rows, indent=2), encoding="utf-8")

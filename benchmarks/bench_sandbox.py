@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from heuresis_env.sandbox import Sandbox, run_code
+from heuresis_env.env.sandbox import Sandbox, run_code
 
 
 def median_ms(samples: list[float]) -> float:

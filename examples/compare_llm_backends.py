@@ -14,7 +14,7 @@ import argparse
 import os
 from pathlib import Path
 
-from heuresis_env.evaluation.runner import evaluate
+from heuresis_env.evaluation import evaluate
 from heuresis_env.policy import EpisodeSettings
 from heuresis_env.reports.build import build_report
 

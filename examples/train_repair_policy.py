@@ -1,4 +1,4 @@
-"""Train a repair policy on the RL view, evaluate it against the guided seed, reload it and run
+"""Train a repair policy on the RL view, evaluate it against the guided start, reload it and run
 it as an ordinary policy.
 
 Tiny by default (d = 5, 8 development and 8 test instances, 4,000 steps: a minute or two

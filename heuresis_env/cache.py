@@ -13,10 +13,14 @@ import json
 import os
 import pickle
 import tempfile
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from filelock import FileLock
+
+V = TypeVar("V")
 
 
 def cache_root() -> Path:
@@ -34,6 +38,47 @@ def stable_hash(obj: Any) -> str:
     """SHA-256 of a JSON-serializable object, keys sorted: the same on every machine."""
     text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+class MemoCache(Generic[V]):
+    """This process's most recent results, bounded: least recently used entries leave first.
+
+    The one in-memory memo of the package (instances, evidence bundles, algorithm outputs);
+    the disk caches below hold what outlives a process.
+    """
+
+    def __init__(self, max_entries: int):
+        if max_entries < 1:
+            raise ValueError(f"max_entries must be ≥ 1, got {max_entries}")
+        self.max_entries = max_entries
+        self._entries: OrderedDict[Hashable, V] = OrderedDict()
+
+    def get(self, key: Hashable) -> V | None:
+        value = self._entries.get(key)
+        if value is not None:
+            self._entries.move_to_end(key)
+        return value
+
+    def set(self, key: Hashable, value: V) -> V:
+        self._entries[key] = value
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.max_entries:
+            self._entries.popitem(last=False)
+        return value
+
+    def get_or_compute(self, key: Hashable, compute: Callable[[], V]) -> V:
+        """The memoized value of ``key``, computing and keeping it on a miss."""
+        value = self.get(key)
+        return value if value is not None else self.set(key, compute())
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+    def __contains__(self, key: Hashable) -> bool:
+        return key in self._entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 class ResultCache:

@@ -35,5 +35,13 @@ class InstanceFormatError(HeuresisError):
     """A saved instance or split that cannot be read: unknown format, truncated, or tampered."""
 
 
+class RunFormatError(HeuresisError):
+    """A run directory that cannot be read or resumed: no config, unknown format, mixed runs."""
+
+
+class TraceFormatError(HeuresisError):
+    """An episode trace that cannot be read: not JSON lines, no header, unknown version."""
+
+
 class DataError(HeuresisError):
     """Data unfit for an analysis: NaN, a constant column, too few rows."""

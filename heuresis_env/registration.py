@@ -10,7 +10,7 @@ import gymnasium as gym
 
 #: the families registered as ids (the spec's Table 2, in its order)
 REGISTERED_FAMILIES = ("lg", "anm", "hetero", "wild", "mixed", "gauntlet")
-ENTRY_POINT = "heuresis_env.env:HeuresisEnv"
+ENTRY_POINT = "heuresis_env.env.core:HeuresisEnv"
 VERSION = 0
 
 

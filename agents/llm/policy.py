@@ -124,7 +124,7 @@ class LLMPolicy(Policy):
         super().configure(settings)
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
-        from heuresis_env.toolbox.registry import tool_schemas
+        from heuresis_env.env.toolbox.registry import tool_schemas
 
         settings = self.settings
         check_prompt_level(settings.prompt_level)

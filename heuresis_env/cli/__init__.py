@@ -14,6 +14,7 @@ import argparse
 import importlib
 import sys
 
+from heuresis_env import __version__
 from heuresis_env.errors import HeuresisError
 
 #: subcommand → module (added in the order a newcomer meets them)
@@ -40,7 +41,6 @@ def discover_subcommands() -> dict[str, str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from heuresis_env import __version__
 
     parser = argparse.ArgumentParser(
         prog="heuresis",

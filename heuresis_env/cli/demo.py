@@ -19,6 +19,11 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from heuresis_env.evaluation import evaluate
+from heuresis_env.evaluation.policies import make_policy, registered_policies
+from heuresis_env.policy import EpisodeSettings
+from heuresis_env.reports.build import build_report
+
 HELP = "The main job: run the reference and router policies on every family, then report."
 
 #: the policies of the main job, in table order (those not registered are skipped with a note)
@@ -59,10 +64,6 @@ def llm_configured() -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from heuresis_env.evaluation.policies import make_policy, registered_policies
-    from heuresis_env.evaluation.runner import evaluate
-    from heuresis_env.policy import EpisodeSettings
-    from heuresis_env.reports.build import build_report
 
     registered = registered_policies()
     wanted = DEMO_POLICIES if args.policies is None else tuple(
@@ -105,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
     settings = EpisodeSettings(max_steps=args.max_steps, max_seconds=args.max_seconds)
-    # a repair policy edits the guided seed (PC-KCI's output): same budgets, guided condition
+    # a repair policy edits the guided start (PC-KCI's output): same budgets, guided condition
     repair_settings = replace(settings, guided=True)
     started = time.perf_counter()
     run_dirs = []

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from heuresis_env.env.sandbox import detect_isolation, doctor_report
+
 HELP = "report the code sandbox's isolation on this machine (and Python/package versions)"
 
 
@@ -20,8 +22,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import json
-
-    from heuresis_env.sandbox import detect_isolation, doctor_report
 
     if args.json:
         print(json.dumps(detect_isolation(), indent=2, sort_keys=True))

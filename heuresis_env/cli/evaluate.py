@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 
+from heuresis_env.evaluation import evaluate
+from heuresis_env.evaluation.policies import parse_policy_options
+from heuresis_env.policy import EpisodeSettings
+
 HELP = ("run a policy on the instances of one family (or all) under identical budgets, "
         "resumably, into a run directory")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from heuresis_env.policy import EpisodeSettings
 
     defaults = EpisodeSettings()
     parser.add_argument("--policy", required=True, metavar="SPEC",
@@ -63,9 +66,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from heuresis_env.evaluation.policies import parse_policy_options
-    from heuresis_env.evaluation.runner import evaluate
-    from heuresis_env.policy import EpisodeSettings
 
     settings = EpisodeSettings(max_steps=args.max_steps, max_seconds=args.max_seconds,
                                token_budget_per_turn=args.token_budget,

@@ -4,6 +4,18 @@ from __future__ import annotations
 
 import argparse
 
+from heuresis_env.errors import HeuresisError
+from heuresis_env.generation.families import available_families, get_family
+from heuresis_env.generation.instances import (
+    SPLIT_SIZES,
+    InstanceKey,
+    generate_instance,
+    resolve_salt,
+    save_split,
+    split_directory,
+)
+from heuresis_env.generation.sortability import r2_sortability, varsortability
+
 HELP = "generate instances of one family (or all) for a split and save them with a manifest"
 
 
@@ -29,8 +41,6 @@ def summarize(instances) -> dict[str, float]:
     """Mean edge count and sortability diagnostics of a list of instances (uses the record)."""
     import numpy as np
 
-    from heuresis_env.sortability import r2_sortability, varsortability
-
     edges, raw_varsort, varsort, r2sort = [], [], [], []
     for instance in instances:
         adjacency = instance.record.dag.directed_adjacency()
@@ -55,17 +65,6 @@ def run(args: argparse.Namespace) -> int:
     import time
 
     from tqdm.auto import tqdm
-
-    from heuresis_env.errors import HeuresisError
-    from heuresis_env.families import available_families, get_family
-    from heuresis_env.instances import (
-        SPLIT_SIZES,
-        InstanceKey,
-        generate_instance,
-        resolve_salt,
-        save_split,
-        split_directory,
-    )
 
     families = available_families() if args.family == "all" else [args.family]
     for family in families:

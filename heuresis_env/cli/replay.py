@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import os
 
+from heuresis_env.env import replay_trace
+
 HELP = "re-run episode traces on fresh environments and check graph and scores"
 
 
@@ -17,7 +19,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from heuresis_env.traces import replay_trace
 
     salt = os.environ.get(args.salt_env) or None
     failures = 0

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from heuresis_env.errors import HeuresisError
+from heuresis_env.reports import build_report
+from heuresis_env.studies.deletion_signals import parse_signal_request
+
 HELP = ("write the report (Markdown, one self-contained HTML page, PNG figures) of run "
         "directories written by 'heuresis evaluate', and print the headline table")
 
@@ -32,10 +36,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import sys
-
-    from heuresis_env.errors import HeuresisError
-    from heuresis_env.reports import build_report
-    from heuresis_env.reports.deletion_signals import parse_signal_request
 
     if args.bootstrap < 1:
         raise HeuresisError(f"--bootstrap must be a positive integer, got {args.bootstrap}")

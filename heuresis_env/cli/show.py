@@ -4,6 +4,16 @@ from __future__ import annotations
 
 import argparse
 
+from heuresis_env.errors import HeuresisError
+from heuresis_env.generation.instances import (
+    MANIFEST_NAME,
+    InstanceKey,
+    generate_instance,
+    load_instance,
+    load_split,
+)
+from heuresis_env.generation.sortability import r2_sortability, varsortability
+
 HELP = ("describe an instance: a saved file, a split directory, or a key like wild/dev/3; "
         "the hidden record only with --reveal")
 
@@ -52,8 +62,6 @@ def describe(instance, reveal: bool = False, as_json: bool = False) -> str:
     """The text ``heuresis show`` prints for one instance."""
     import json
 
-    from heuresis_env.sortability import r2_sortability, varsortability
-
     key = instance.key
     adjacency = instance.record.dag.directed_adjacency()
     lines = [
@@ -90,15 +98,6 @@ def describe(instance, reveal: bool = False, as_json: bool = False) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
-
-    from heuresis_env.errors import HeuresisError
-    from heuresis_env.instances import (
-        MANIFEST_NAME,
-        InstanceKey,
-        generate_instance,
-        load_instance,
-        load_split,
-    )
 
     target = Path(args.target)
     if target.is_dir():

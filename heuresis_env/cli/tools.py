@@ -6,6 +6,9 @@ import argparse
 import json
 import sys
 
+import heuresis_env.env.toolbox as toolbox
+from heuresis_env.env.toolbox.reference import render_reference
+
 HELP = "print the toolbox reference (or the tools' JSON schemas for function calling)"
 
 
@@ -19,8 +22,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import heuresis_env.toolbox as toolbox
-    from heuresis_env.toolbox.reference import render_reference
 
     if args.schemas:
         schemas = toolbox.tool_schemas(args.toolbox, args.guided, args.schemas)

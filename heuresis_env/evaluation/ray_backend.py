@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from heuresis_env.errors import HeuresisError
-from heuresis_env.evaluation.runner import (
+from heuresis_env.evaluation.episode import (
     EpisodeOutcome,
     EpisodeRunner,
     EpisodeTask,

@@ -1,11 +1,5 @@
-"""The run directory: a config written once, an append-only results file, traces, transcripts.
-
-Layout (the contract with ``heuresis report``; see ``docs/evaluation.md``)::
-
-    RUN_DIR/config.json            the run's policy, settings, instances, versions (atomic write)
-    RUN_DIR/results.jsonl          one JSON object per finished episode, appended atomically
-    RUN_DIR/traces/<id>.jsonl      each episode's environment trace
-    RUN_DIR/transcripts/<id>.json  a language-model policy's transcript, when it has one
+"""Writing a run directory (format: :mod:`heuresis_env.evaluation.run_format`): a config
+written once, an append-only results file, traces, transcripts; resuming one.
 
 Every result line is written by one ``os.write`` on an ``O_APPEND`` descriptor and then
 ``fsync``-ed, so a killed or interrupted run never leaves a half line that a reader trusts
@@ -14,51 +8,35 @@ Every result line is written by one ``os.write`` on an ``O_APPEND`` descriptor a
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from heuresis_env.errors import HeuresisError, InstanceFormatError
+from heuresis_env import __version__
+from heuresis_env.errors import HeuresisError, RunFormatError
+from heuresis_env.evaluation.run_format import (
+    CONFIG_NAME,
+    IGNORED_CONFIG_FIELDS,
+    LOCK_NAME,
+    RESULTS_NAME,
+    RUN_FORMAT_VERSION,
+    TRACES_DIR,
+    TRANSCRIPTS_DIR,
+    episode_file_stem,
+    salt_digest,
+)
+from heuresis_env.files import atomic_write_bytes, json_line, json_safe
 
-#: version of the run directory format written here
-RUN_FORMAT_VERSION = 1
-CONFIG_NAME = "config.json"
-RESULTS_NAME = "results.jsonl"
-TRACES_DIR = "traces"
-TRANSCRIPTS_DIR = "transcripts"
-LOCK_NAME = ".evaluate.lock"
-#: config fields that may differ between a run and its resumption
-IGNORED_CONFIG_FIELDS = frozenset({"created"})
 #: distributions whose versions a config records (those installed)
 RECORDED_PACKAGES = ("heuresis", "numpy", "scipy", "networkx", "gymnasium", "causal-learn",
                      "torch", "scikit-learn", "dcor", "lingam", "stable-baselines3",
                      "sb3-contrib", "openai", "anthropic", "ray")
-
-
-# ---- episode ids -------------------------------------------------------------------------------
-
-def episode_id(family: str, split: str, index: int, repeat: int) -> str:
-    """The id of one episode, e.g. ``wild/test/3/r0``."""
-    return f"{family}/{split}/{int(index)}/r{int(repeat)}"
-
-
-def episode_file_stem(episode: str) -> str:
-    """The file-name stem of an episode's trace and transcript (``/`` → ``_``)."""
-    return episode.replace("/", "_")
-
-
-def episode_seed(episode: str) -> int:
-    """The seed passed to ``env.reset`` for an episode: a hash of its id, the same everywhere."""
-    digest = hashlib.sha256(f"heuresis-episode:{episode}".encode()).digest()
-    return int.from_bytes(digest[:4], "big")
 
 
 # ---- provenance -----------------------------------------------------------------------------------
@@ -78,7 +56,6 @@ def package_versions() -> dict[str, str]:
 
 def code_version() -> str:
     """``heuresis`` version plus ``git describe --always --dirty`` of its checkout, if any."""
-    from heuresis_env import __version__
 
     root = Path(__file__).resolve().parents[2]
     try:
@@ -90,11 +67,6 @@ def code_version() -> str:
     if described.returncode != 0 or not described.stdout.strip():
         return __version__
     return f"{__version__} (git {described.stdout.strip()})"
-
-
-def salt_digest(salt: str | None) -> str | None:
-    """SHA-256 of a test salt (the config records the digest, never the salt)."""
-    return None if not salt else hashlib.sha256(salt.encode()).hexdigest()
 
 
 def build_config(*, policy: str, policy_options: Mapping[str, Any], settings: Mapping[str, Any],
@@ -165,28 +137,6 @@ def config_differences(old: Mapping[str, Any], new: Mapping[str, Any],
 
 # ---- the store -------------------------------------------------------------------------------------
 
-def _atomic_write_bytes(path: Path, payload: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(payload)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def json_line(record: Mapping[str, Any]) -> bytes:
-    """One result record as a strict-JSON line (non-finite floats as strings, like traces)."""
-    from heuresis_env.toolbox.registry import json_safe
-
-    return (json.dumps(json_safe(dict(record)), separators=(",", ":"), allow_nan=False)
-            + "\n").encode("utf-8")
-
-
 class RunStore:
     """Reads and writes one run directory (see the module docstring for the layout)."""
 
@@ -224,17 +174,17 @@ class RunStore:
         try:
             config = json.loads(self.config_path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise InstanceFormatError(f"{self.config_path} is not JSON ({exc}); it is not a "
+            raise RunFormatError(f"{self.config_path} is not JSON ({exc}); it is not a "
                                       "run directory written by heuresis evaluate") from None
         if not isinstance(config, dict) or config.get("format_version") != RUN_FORMAT_VERSION:
             version = config.get("format_version") if isinstance(config, dict) else None
-            raise InstanceFormatError(f"{self.config_path} has run format version {version!r}; "
+            raise RunFormatError(f"{self.config_path} has run format version {version!r}; "
                                       f"this code writes version {RUN_FORMAT_VERSION}")
         return config
 
     def write_config(self, config: Mapping[str, Any]) -> None:
         payload = json.dumps(dict(config), indent=2, sort_keys=False) + "\n"
-        _atomic_write_bytes(self.config_path, payload.encode("utf-8"))
+        atomic_write_bytes(self.config_path, payload.encode("utf-8"), durable=True)
 
     def prepare(self, config: Mapping[str, Any], force: bool = False) -> list[str]:
         """Start or resume a run: write ``config`` if new, else compare it with the stored one.
@@ -321,10 +271,10 @@ class RunStore:
                 try:
                     record = json.loads(line)
                 except json.JSONDecodeError as exc:
-                    raise InstanceFormatError(f"{self.results_path}:{number}: not JSON "
+                    raise RunFormatError(f"{self.results_path}:{number}: not JSON "
                                               f"({exc.msg})") from None
                 if not isinstance(record, dict) or "episode_id" not in record:
-                    raise InstanceFormatError(f"{self.results_path}:{number}: not a result "
+                    raise RunFormatError(f"{self.results_path}:{number}: not a result "
                                               "record (no episode_id)")
                 if record["episode_id"] in seen:
                     continue
@@ -340,14 +290,13 @@ class RunStore:
     def write_trace(self, episode: str, text: str) -> str:
         """Store an episode's trace; returns its path relative to the run directory."""
         relative = f"{TRACES_DIR}/{episode_file_stem(episode)}.jsonl"
-        _atomic_write_bytes(self.directory / relative, text.encode("utf-8"))
+        atomic_write_bytes(self.directory / relative, text.encode("utf-8"), durable=True)
         return relative
 
     def write_transcript(self, episode: str, transcript: Any) -> str:
         """Store a policy's transcript as JSON; returns its path relative to the run directory."""
-        from heuresis_env.toolbox.registry import json_safe
 
         relative = f"{TRANSCRIPTS_DIR}/{episode_file_stem(episode)}.json"
         payload = json.dumps(json_safe(transcript), indent=1, default=repr) + "\n"
-        _atomic_write_bytes(self.directory / relative, payload.encode("utf-8"))
+        atomic_write_bytes(self.directory / relative, payload.encode("utf-8"), durable=True)
         return relative

@@ -2,15 +2,16 @@
 
 :func:`build_report` reads run directories written by ``heuresis evaluate``
 (:mod:`~heuresis_env.reports.loading`), computes the tables (:mod:`~heuresis_env.reports.tables`,
-Table 4 from the traces in :mod:`~heuresis_env.reports.provenance`, Appendix F in
-:mod:`~heuresis_env.reports.deletion_signals`), draws the figures
+Table 4 from the traces in :mod:`~heuresis_env.studies.provenance`, Appendix F in
+:mod:`~heuresis_env.studies.deletion_signals`), draws the figures
 (:mod:`~heuresis_env.reports.figures`) and writes Markdown and one self-contained HTML page
 (:mod:`~heuresis_env.reports.html`). Conventions: ``docs/reports.md``.
 """
 
 from __future__ import annotations
 
+from heuresis_env.evaluation.run_format import load_run
 from heuresis_env.reports.build import ReportSummary, build_report
-from heuresis_env.reports.loading import load_run, load_runs
+from heuresis_env.reports.loading import load_runs
 
 __all__ = ["ReportSummary", "build_report", "load_run", "load_runs"]

@@ -16,17 +16,10 @@ from typing import Any
 import numpy as np
 
 from heuresis_env.errors import HeuresisError
+from heuresis_env.generation.families import available_families
+from heuresis_env.generation.instances import InstanceKey, generate_instance, resolve_salt
 from heuresis_env.metrics import BootstrapResult
 from heuresis_env.reports import figures, tables
-from heuresis_env.reports.deletion_signals import (
-    SIGNALS,
-    PropositionRow,
-    SignalStudy,
-    deletion_records,
-    parse_signal_request,
-    proposition_simulation,
-    signal_study,
-)
 from heuresis_env.reports.document import (
     BulletList,
     Document,
@@ -37,8 +30,24 @@ from heuresis_env.reports.document import (
     to_markdown,
 )
 from heuresis_env.reports.html import to_html
-from heuresis_env.reports.loading import BCA, PC_KCI, LoadedRuns, load_runs, reference_arm
+from heuresis_env.reports.loading import BCA, PC_KCI, Arm, LoadedRuns, load_runs, reference_arm
 from heuresis_env.reports.tables import Settings, Table, fmt
+from heuresis_env.studies.deletion_signals import (
+    SIGNALS,
+    PropositionRow,
+    SignalStudy,
+    deletion_records,
+    parse_signal_request,
+    proposition_simulation,
+    signal_study,
+)
+from heuresis_env.studies.provenance import (
+    EpisodeProvenance,
+    ProvenanceCell,
+    algorithm_calls,
+    episode_provenance,
+    provenance_cell,
+)
 
 FIGURES_DIR = "figures"
 
@@ -106,8 +115,6 @@ def _runs_paragraphs(loaded: LoadedRuns) -> list[str]:
 
 def _signal_instances(requests: Sequence[str], loaded: LoadedRuns) -> list:
     """The instances of every ``FAMILY[/SPLIT]:COUNT`` request, with the runs' size."""
-    from heuresis_env.families import available_families
-    from heuresis_env.instances import InstanceKey, generate_instance, resolve_salt
 
     first = loaded.runs[0]
     d, n = int(first.config.get("d", 10)), int(first.config.get("n", 600))
@@ -166,7 +173,6 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
     bca_arm = reference_arm(loaded.arms, BCA)
     bca_algorithm: dict[str, str] = {}
     if bca_arm is not None and trace_analysis:
-        from heuresis_env.reports.provenance import bca_algorithms
 
         try:
             bca_algorithm = bca_algorithms(bca_arm)
@@ -213,7 +219,6 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
     if trace_analysis:
         from tqdm.auto import tqdm
 
-        from heuresis_env.reports.provenance import arm_provenance
 
         arms = [a for a in loaded.arms if a.trace_count() and a.policy != PC_KCI]
         try:
@@ -368,3 +373,38 @@ def proposition_table(rows: Sequence[PropositionRow], n: int) -> Table:
 
 
 __all__ = ["ReportSummary", "build_report", "proposition_table", "signal_table"]
+
+
+# ---- Table 4 per arm ------------------------------------------------------------------------
+
+def arm_provenance(arm: Arm, families: Sequence[str]) -> list[ProvenanceCell]:
+    """Table 4's cells of one arm: one per family it ran, then "all"."""
+    by_family: dict[str, list[EpisodeProvenance]] = {}
+    missing: dict[str, int] = {}
+    run_of = {str(run.path): run for run in arm.runs}
+    for episode in arm.episodes_of():
+        item = episode_provenance(run_of[str(episode.run_path)], episode)
+        if item is None:
+            missing[episode.family] = missing.get(episode.family, 0) + 1
+            continue
+        by_family.setdefault(episode.family, []).append(item)
+    cells = [provenance_cell(arm.label, family, by_family.get(family, []),
+                             missing.get(family, 0))
+             for family in families if family in by_family or family in missing]
+    everything = [p for family in families for p in by_family.get(family, [])]
+    if len(cells) > 1:
+        cells.append(provenance_cell(arm.label, "all", everything, sum(missing.values())))
+    return cells
+
+
+def bca_algorithms(arm: Arm) -> dict[str, str]:
+    """Family → the algorithm(s) the BCA policy's traces called (its BCA_φ), when recorded."""
+    names: dict[str, list[str]] = {}
+    for episode in arm.episodes_of():
+        if episode.trace_path is None or not episode.trace_path.is_file():
+            continue
+        for call in algorithm_calls(episode.trace_path):
+            found = names.setdefault(episode.family, [])
+            if call.name not in found:
+                found.append(call.name)
+    return {family: ", ".join(found) for family, found in names.items()}

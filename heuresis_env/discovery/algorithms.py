@@ -1,0 +1,760 @@
+"""The reference causal-discovery algorithms behind one registry (spec section 3).
+
+Every algorithm is an :class:`AlgorithmSpec`: a name, the graph type it returns, its default
+parameters with a rule for each, and a runner given as a ``"module:function"`` path, so
+nothing heavy (causal-learn's searches, lingam, torch) is imported until it runs.
+:func:`run_algorithm` is the single entry point, used by the environment's
+``run_algorithm`` tool, the stability tool and the baselines:
+
+- bad input (unknown algorithm, unknown parameter or bad value, unknown or repeated
+  variable, fewer than two variables, NaN or constant column) raises a
+  :class:`~heuresis_env.errors.HeuresisError` before anything runs;
+- a failure inside an algorithm (singular covariance, an exception in a library) never
+  raises: it returns an :class:`AlgorithmResult` whose ``error`` says why;
+- on a subset of variables the graph is over that subset (a partial graph);
+  :meth:`AlgorithmResult.full_graph` embeds it among all variables.
+
+======================  =====  ==========================================================
+name                    type   what runs
+======================  =====  ==========================================================
+``pc-fisherz``          cpdag  our PC with a deletion log (:mod:`heuresis_env.discovery.pc`), Fisher-z
+``pc-kci``              cpdag  our PC with KCI
+``ges``                 cpdag  causal-learn GES, linear-Gaussian BIC score
+``fci``                 pag    causal-learn FCI with our Fisher-z or KCI test
+``direct-lingam``       dag    ``lingam.DirectLiNGAM``
+``anm``                 cpdag  PC-KCI's skeleton oriented pairwise by ANM + HSIC (a PDAG)
+``notears``             dag    NOTEARS linear (:mod:`heuresis_env.discovery.notears`)
+``notears-mlp``         dag    NOTEARS-MLP (:mod:`heuresis_env.discovery.notears`; ``engine`` numpy|torch)
+``grasp``               cpdag  causal-learn GRaSP, BIC score
+``boss``                cpdag  causal-learn BOSS, BIC score
+======================  =====  ==========================================================
+
+The "cpdag" type covers any PDAG (directed and undirected edges). Choices worth knowing:
+
+- GES, GRaSP and BOSS use causal-learn's BIC with ``lambda_value`` = 0.5, the standard
+  penalty ½·log n per parameter (causal-learn's own GRaSP/BOSS default is 2, four times
+  that). They, and DirectLiNGAM, fail with a message naming the columns when the
+  covariance matrix is singular (an exact linear dependence), where BIC is undefined.
+- GRaSP and BOSS shuffle with Python's global ``random``; it is seeded from ``seed`` for the
+  run and restored afterwards. causal-learn's prints are swallowed.
+- FCI calls our CI tests through causal-learn's ``register_ci_test`` hook, so its Fisher-z
+  equals causal-learn's and its KCI is our fast, disk-cached KCI.
+- DirectLiNGAM: edge i → j when |B[j, i]| > ``threshold`` (lingam's ``adjacency_matrix_``
+  has the effect in the row); the default 0 keeps every coefficient adaptive lasso kept.
+- anm: see :func:`heuresis_env.discovery.orientation.orient_skeleton_pairwise` (decision rule, cycles).
+- NOTEARS(-MLP) returns its thresholded DAG even when h ≤ h_tol was not reached
+  (``extras["converged"]`` False, plus a warning); NOTEARS-MLP runs torch on one thread.
+
+``extras`` holds what an agent or analysis may want besides the graph: PC's
+``deletion_log`` and ``n_tests``; GES's ``score``; DirectLiNGAM's and NOTEARS' weighted
+``edges``; LiNGAM's ``causal_order``; ANM's per-edge ``orientation`` evidence; and
+``warnings`` raised during the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib
+import io
+import math
+import time
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from heuresis_env.cache import MemoCache, ResultCache, stable_hash
+from heuresis_env.data import validate_data
+from heuresis_env.discovery.citests import make_ci_test
+from heuresis_env.discovery.notears import notears_linear, notears_mlp
+from heuresis_env.discovery.orientation import orient_skeleton_pairwise
+from heuresis_env.discovery.pc import pc
+from heuresis_env.errors import DataError, HeuresisError, UnknownNameError
+from heuresis_env.graphs import EdgeMark, Graph, GraphType, pdag_to_graph
+
+#: a runner: (data of the chosen columns, their names, merged params, seed) → (graph, extras)
+Runner = Callable[[np.ndarray, tuple[str, ...], dict[str, Any], int], tuple[Graph, dict[str, Any]]]
+
+
+class AlgorithmFailure(RuntimeError):
+    """Raised inside a runner when an algorithm cannot produce a graph; becomes an error result."""
+
+
+# ---- parameter rules ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ParamRule:
+    """What values a parameter accepts: a predicate and its description for error messages."""
+
+    check: Callable[[Any], bool]
+    expected: str
+
+    def validate(self, algorithm: str, key: str, value: Any) -> None:
+        try:
+            ok = bool(self.check(value))
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise HeuresisError(
+                f"parameter {key!r} of algorithm {algorithm!r} must be {self.expected}, "
+                f"got {value!r}"
+            )
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
+def open_unit() -> ParamRule:
+    return ParamRule(lambda v: _is_number(v) and 0 < v < 1, "a number in the open interval (0, 1)")
+
+
+def non_negative() -> ParamRule:
+    return ParamRule(lambda v: _is_number(v) and v >= 0, "a finite number ≥ 0")
+
+
+def positive() -> ParamRule:
+    return ParamRule(lambda v: _is_number(v) and v > 0, "a finite number > 0")
+
+
+def int_at_least(low: int) -> ParamRule:
+    return ParamRule(lambda v: _is_int(v) and v >= low, f"an integer ≥ {low}")
+
+
+def optional_int_at_least(low: int) -> ParamRule:
+    return ParamRule(lambda v: v is None or (_is_int(v) and v >= low),
+                     f"None or an integer ≥ {low}")
+
+
+def one_of(*choices: Any) -> ParamRule:
+    return ParamRule(lambda v: v in choices, f"one of {', '.join(repr(c) for c in choices)}")
+
+
+# ---- specs and the registry --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class AlgorithmSpec:
+    """One registered algorithm. ``runner`` is a ``"module:function"`` path or a callable
+    with the :data:`Runner` signature; ``param_rules`` may cover some or all parameters."""
+
+    name: str
+    description: str
+    graph_type: GraphType
+    default_params: Mapping[str, Any]
+    runner: str | Runner
+    param_rules: Mapping[str, ParamRule] = field(default_factory=dict)
+
+    def resolve_runner(self) -> Runner:
+        if callable(self.runner):
+            return self.runner
+        module, _, attribute = self.runner.partition(":")
+        return getattr(importlib.import_module(module), attribute)
+
+    def merged_params(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Defaults overridden by ``params``; unknown keys and bad values raise."""
+        if params is not None and not isinstance(params, Mapping):
+            raise HeuresisError(f"params must be a mapping of parameter names to values, "
+                                f"got {type(params).__name__}")
+        params = dict(params or {})
+        unknown = sorted(set(params) - set(self.default_params))
+        if unknown:
+            accepted = ", ".join(sorted(self.default_params)) or "(none)"
+            raise HeuresisError(
+                f"unknown parameter(s) {', '.join(map(repr, unknown))} for algorithm "
+                f"{self.name!r}; accepted: {accepted}"
+            )
+        merged = {**self.default_params, **params}
+        for key, rule in self.param_rules.items():
+            rule.validate(self.name, key, merged[key])
+        return merged
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-ready description (for tool schemas and ``--help`` texts)."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "graph_type": str(self.graph_type),
+            "params": {
+                key: {"default": value,
+                      "expected": self.param_rules[key].expected if key in self.param_rules
+                      else "any value"}
+                for key, value in self.default_params.items()
+            },
+        }
+
+
+ALGORITHMS: dict[str, AlgorithmSpec] = {}
+
+
+def register_algorithm(spec: AlgorithmSpec, overwrite: bool = False) -> AlgorithmSpec:
+    """Add ``spec`` to the registry (a name already taken needs ``overwrite=True``)."""
+    if not isinstance(spec, AlgorithmSpec):
+        raise HeuresisError(f"register_algorithm needs an AlgorithmSpec, got {type(spec).__name__}")
+    if spec.name in ALGORITHMS and not overwrite:
+        raise HeuresisError(
+            f"an algorithm named {spec.name!r} is already registered; pass overwrite=True"
+        )
+    unknown_rules = sorted(set(spec.param_rules) - set(spec.default_params))
+    if unknown_rules:
+        raise HeuresisError(f"param_rules name parameters without defaults: {unknown_rules}")
+    ALGORITHMS[spec.name] = spec
+    return spec
+
+
+def available_algorithms() -> list[str]:
+    """Registered algorithm names, in registration order."""
+    return list(ALGORITHMS)
+
+
+def get_algorithm(name: str) -> AlgorithmSpec:
+    try:
+        return ALGORITHMS[name]
+    except (KeyError, TypeError):
+        raise UnknownNameError("algorithm", name, ALGORITHMS) from None
+
+
+# ---- results -----------------------------------------------------------------------------------
+
+def _jsonable(value: Any) -> Any:
+    """Plain JSON types from numpy values, dataclasses, sets and objects with ``to_dict``."""
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, frozenset | set):
+        return sorted(_jsonable(v) for v in value)
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if hasattr(value, "to_dict") and callable(value.to_dict):
+        return _jsonable(value.to_dict())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _jsonable(dataclasses.asdict(value))
+    return value
+
+
+@dataclass
+class AlgorithmResult:
+    """One run: the graph over ``variables`` (None when the run failed, see ``error``)."""
+
+    algorithm: str
+    params: dict[str, Any]
+    variables: tuple[str, ...]
+    graph: Graph | None
+    graph_type: str
+    runtime_seconds: float
+    error: str | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.graph is not None
+
+    def full_graph(self, all_names: Sequence[str]) -> Graph | None:
+        """The graph embedded among ``all_names``: no edges touch the other variables.
+
+        None when the run failed.
+        """
+        all_names = tuple(all_names)
+        missing = [v for v in self.variables if v not in all_names]
+        if missing:
+            raise UnknownNameError("variable", missing[0], all_names)
+        if self.graph is None:
+            return None
+        full = Graph(all_names)
+        index = [all_names.index(v) for v in self.graph.names]
+        full.marks[np.ix_(index, index)] = self.graph.marks
+        return Graph(all_names, full.marks)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "algorithm": self.algorithm,
+            "params": _jsonable(self.params),
+            "variables": list(self.variables),
+            "graph": None if self.graph is None else self.graph.to_dict(),
+            "graph_type": str(self.graph_type),
+            "runtime_seconds": self.runtime_seconds,
+            "error": self.error,
+            "extras": _jsonable(self.extras),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AlgorithmResult:
+        graph = data.get("graph")
+        return cls(
+            algorithm=data["algorithm"],
+            params=dict(data["params"]),
+            variables=tuple(data["variables"]),
+            graph=None if graph is None else Graph.from_dict(graph),
+            graph_type=str(data["graph_type"]),
+            runtime_seconds=float(data["runtime_seconds"]),
+            error=data.get("error"),
+            extras=dict(data.get("extras") or {}),
+        )
+
+    def __repr__(self) -> str:
+        status = "ok" if self.ok else f"error={self.error!r}"
+        return (f"AlgorithmResult({self.algorithm}, {len(self.variables)} variables, "
+                f"{self.graph!r}, {self.runtime_seconds:.2f}s, {status})")
+
+
+def _check_graph(graph: Any, graph_type: GraphType, variables: tuple[str, ...]) -> str | None:
+    """Why a runner's graph does not fit the declared type, or None."""
+    if not isinstance(graph, Graph):
+        return f"the runner returned {type(graph).__name__}, not a Graph"
+    if graph.names != variables:
+        return f"the graph is over {graph.names}, expected {variables}"
+    actual = graph.graph_type()
+    if graph_type == GraphType.DAG and not graph.is_dag():
+        return f"a DAG was expected but the graph is a {actual} or has a directed cycle"
+    if graph_type == GraphType.CPDAG and actual not in (GraphType.DAG, GraphType.CPDAG):
+        return f"a CPDAG was expected but the graph has PAG marks ({actual})"
+    if graph_type == GraphType.SKELETON and np.any(graph.marks[graph.skeleton()] != EdgeMark.TAIL):
+        return "a skeleton was expected but the graph has oriented edges"
+    return None
+
+
+def _resolve_variables(names: tuple[str, ...], variables: Sequence[str] | None) -> list[int]:
+    if variables is None:
+        chosen = list(names)
+    else:
+        if isinstance(variables, str):
+            raise HeuresisError("variables must be a list of names, not one string")
+        chosen = [str(v) for v in variables]
+    for v in chosen:
+        if v not in names:
+            raise UnknownNameError("variable", v, names)
+    repeated = sorted({v for v in chosen if chosen.count(v) > 1})
+    if repeated:
+        raise HeuresisError(f"variables are repeated: {repeated}")
+    if len(chosen) < 2:
+        raise HeuresisError(f"an algorithm needs at least 2 variables, got {len(chosen)}")
+    return [names.index(v) for v in chosen]
+
+
+def run_algorithm(name: str, data: np.ndarray, names: Sequence[str] | None = None,
+                  params: Mapping[str, Any] | None = None,
+                  variables: Sequence[str] | None = None, seed: int = 0) -> AlgorithmResult:
+    """Run a registered algorithm on ``data`` (n × d, columns named ``names``).
+
+    ``variables`` restricts the run to those columns (the graph is then over them only).
+    ``seed`` seeds every random draw of the algorithm. Bad input raises; a failure inside
+    the algorithm returns a result with ``error`` set and ``graph`` None. Warnings raised
+    while running are kept in ``extras["warnings"]``.
+    """
+    spec = get_algorithm(name)
+    merged = spec.merged_params(params)
+    if not _is_int(seed) or seed < 0:
+        raise HeuresisError(f"seed must be an integer ≥ 0, got {seed!r}")
+    array = np.asarray(data)
+    if array.ndim != 2:
+        raise DataError(f"data must be a 2-D array (rows × columns), got shape {array.shape}")
+    if names is None:
+        names = [f"X{i + 1}" for i in range(array.shape[1])]
+    names = tuple(str(n) for n in names)
+    if len(names) != array.shape[1]:
+        raise DataError(f"{len(names)} names given for {array.shape[1]} data columns")
+    if len(set(names)) != len(names):
+        raise HeuresisError(f"names must be unique; repeated: "
+                            f"{sorted({n for n in names if names.count(n) > 1})}")
+    index = _resolve_variables(names, variables)
+    chosen = tuple(names[i] for i in index)
+    try:
+        subset = validate_data(array[:, index])
+    except DataError as exc:
+        raise DataError(f"{exc} (columns counted within {list(chosen)})") from None
+    runner = spec.resolve_runner()
+
+    start = time.perf_counter()
+    graph: Graph | None = None
+    extras: dict[str, Any] = {}
+    error: str | None = None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            graph, extras = runner(subset, chosen, dict(merged), int(seed))
+        except Exception as exc:  # any failure inside the algorithm is a result, not a crash
+            error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    runtime = time.perf_counter() - start
+    if error is None:
+        problem = _check_graph(graph, spec.graph_type, chosen)
+        if problem is not None:
+            graph, error = None, f"invalid output: {problem}"
+    extras = dict(extras or {})
+    messages = list(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught))
+    if messages:
+        extras["warnings"] = messages[:20]
+    return AlgorithmResult(name, merged, chosen, graph if error is None else None,
+                           str(spec.graph_type), runtime, error, extras)
+
+
+#: bump when an algorithm's output for the same inputs changes, so cached outputs are not reused
+ALGORITHM_CACHE_VERSION = 1
+_RECENT: MemoCache[AlgorithmResult] = MemoCache(256)
+
+
+def cached_run_algorithm(name: str, data: np.ndarray, names: Sequence[str], sha256: str,
+                         params: Mapping[str, Any] | None = None,
+                         variables: Sequence[str] | None = None, seed: int = 0
+                         ) -> AlgorithmResult:
+    """:func:`run_algorithm` cached by (data hash, name, params, variables, seed).
+
+    Kept on disk for every process and episode, and in memory for this process's latest
+    calls; the ``run_algorithm`` tool and the reports' provenance study read the same entries.
+    """
+    params = dict(params or {})
+    variables = None if variables is None else list(variables)
+    key = stable_hash({"sha256": sha256, "algorithm": name, "params": params,
+                       "variables": variables, "seed": seed, "version": ALGORITHM_CACHE_VERSION})
+    result = _RECENT.get(key)
+    if result is None:
+        store = ResultCache("run_algorithm")
+        result = store.get(key)
+        if result is None:
+            result = run_algorithm(name, data, names, params=params, variables=variables,
+                                   seed=seed)
+            store.set(key, result)
+        _RECENT.set(key, result)
+    return result
+
+
+# ---- shared helpers for the runners ------------------------------------------------------------
+
+def require_nonsingular(data: np.ndarray, names: Sequence[str], method: str,
+                        tolerance: float = 1e-10) -> None:
+    """Fail (as an :class:`AlgorithmFailure`) when the correlation matrix is singular.
+
+    Linear-Gaussian scores and regressions are undefined when a column is an exact linear
+    combination of others; the message names the columns involved.
+    """
+    correlation = np.corrcoef(data, rowvar=False)
+    eigenvalues, eigenvectors = np.linalg.eigh(correlation)
+    if eigenvalues[0] > tolerance:
+        return
+    loading = np.abs(eigenvectors[:, 0])
+    involved = [names[i] for i in np.nonzero(loading > 0.05)[0]]
+    raise AlgorithmFailure(
+        f"{method} needs a non-singular covariance matrix, but columns {involved} are "
+        f"(nearly) linearly dependent (smallest correlation eigenvalue {eigenvalues[0]:.2e})"
+    )
+
+
+_CAUSAL_LEARN_MARKS = {-1: EdgeMark.TAIL, 0: EdgeMark.NONE, 1: EdgeMark.ARROW, 2: EdgeMark.CIRCLE}
+
+
+def graph_from_causallearn(general_graph: Any, names: Sequence[str]) -> Graph:
+    """Convert a causal-learn ``GeneralGraph`` to a :class:`Graph` over ``names``.
+
+    causal-learn stores ``graph[i, j]`` = the endpoint at *i's* end of the edge i–j (TAIL −1,
+    ARROW 1, CIRCLE 2); ours stores the mark at *j's* end in ``marks[i, j]``, so the matrix
+    is transposed. Nodes are matched by name. Doubled edges (causal-learn's TAIL_AND_ARROW /
+    ARROW_AND_ARROW codes) have no single-edge form and fail the conversion.
+    """
+    endpoint_matrix = np.asarray(general_graph.graph)
+    node_names = [str(n) for n in general_graph.get_node_names()]
+    if sorted(node_names) != sorted(names):
+        raise AlgorithmFailure(f"graph nodes {node_names} do not match variables {list(names)}")
+    unknown = set(np.unique(endpoint_matrix).tolist()) - set(_CAUSAL_LEARN_MARKS)
+    if unknown:
+        raise AlgorithmFailure(
+            f"causal-learn graph has endpoint codes {sorted(unknown)} (doubled edges) "
+            "that a single-edge graph cannot hold"
+        )
+    order = [node_names.index(n) for n in names]
+    ours = endpoint_matrix[np.ix_(order, order)].T
+    marks = np.zeros(ours.shape, dtype=np.int8)
+    for code, mark in _CAUSAL_LEARN_MARKS.items():
+        marks[ours == code] = mark
+    return Graph(names, marks)
+
+
+@contextlib.contextmanager
+def _silenced_stdout() -> Iterator[None]:
+    """Swallow what a library prints (causal-learn's FCI prints every "visible" edge even
+    with ``verbose=False``), so tool output and CLI JSON stay clean."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        yield
+
+
+@contextlib.contextmanager
+def _seeded_python_random(seed: int) -> Iterator[None]:
+    """Seed Python's ``random`` module for the block and restore its state afterwards.
+
+    causal-learn's GRaSP and BOSS shuffle with the global ``random`` module; this makes
+    their runs reproducible without leaving the global state changed.
+    """
+    import random
+
+    state = random.getstate()
+    random.seed(seed)
+    try:
+        yield
+    finally:
+        random.setstate(state)
+
+
+_CAUSAL_LEARN_ADAPTER = "heuresis-citest"
+
+
+def _register_causallearn_adapter() -> None:
+    """Let causal-learn's constraint searches call a Heuresis :class:`CITest`.
+
+    Registered with causal-learn's ``register_ci_test`` under ``"heuresis-citest"``; the
+    search passes ``ci_test=<CITest>`` through to the adapter. Our Fisher-z equals
+    causal-learn's, and our KCI is the fast, disk-cached equivalent of causal-learn's.
+    """
+    from causallearn.utils import cit
+
+    if _CAUSAL_LEARN_ADAPTER in cit._custom_ci_tests:
+        return
+
+    class HeuresisCITAdapter(cit.CIT_Base):
+        def __init__(self, data: np.ndarray, ci_test: Any = None, **kwargs: Any):
+            super().__init__(data, **kwargs)
+            if ci_test is None:
+                raise HeuresisError("the heuresis-citest adapter needs ci_test=<CITest>")
+            self.ci_test = ci_test
+            self.method = ci_test.name
+
+        def __call__(self, X: Any, Y: Any, condition_set: Any = None) -> float:  # noqa: N803
+            conditioning = [] if condition_set is None else [int(v) for v in condition_set]
+            return self.ci_test.test(int(X), int(Y), conditioning).p_value
+
+    cit.register_ci_test(_CAUSAL_LEARN_ADAPTER, HeuresisCITAdapter)
+
+
+# ---- runners ----------------------------------------------------------------------------------
+
+def _pc_runner(ci_test: str) -> Runner:
+    def run(data: np.ndarray, names: tuple[str, ...], params: dict[str, Any],
+            seed: int) -> tuple[Graph, dict[str, Any]]:
+        result = pc(data, names=names, ci_test=ci_test, alpha=params["alpha"],
+                    variant=params["variant"], max_depth=params["max_depth"])
+        return result.graph, {
+            "deletion_log": [d.to_dict() for d in result.deletion_log],
+            "n_tests": result.n_tests,
+            "ci_test": result.ci_test,
+        }
+
+    return run
+
+
+run_pc_fisherz = _pc_runner("fisherz")
+run_pc_kci = _pc_runner("kci")
+
+
+def run_ges(data: np.ndarray, names: tuple[str, ...], params: dict[str, Any],
+            seed: int) -> tuple[Graph, dict[str, Any]]:
+    """causal-learn GES with the linear-Gaussian BIC score; returns its CPDAG."""
+    require_nonsingular(data, names, "GES (BIC score)")
+    from causallearn.search.ScoreBased.GES import ges
+
+    with _silenced_stdout():
+        record = ges(data, score_func="local_score_BIC", maxP=params["max_parents"],
+                     parameters={"lambda_value": float(params["lambda_value"])},
+                     node_names=list(names))
+    return graph_from_causallearn(record["G"], names), {"score": float(np.ravel(record["score"])[0])}
+
+
+def run_fci(data: np.ndarray, names: tuple[str, ...], params: dict[str, Any],
+            seed: int) -> tuple[Graph, dict[str, Any]]:
+    """causal-learn FCI with a Heuresis CI test (Fisher-z or KCI); returns a PAG."""
+    from causallearn.search.ConstraintBased.FCI import fci
+
+    _register_causallearn_adapter()
+    tester = make_ci_test(params["test"], data)
+    with _silenced_stdout():
+        general_graph, _ = fci(data, _CAUSAL_LEARN_ADAPTER, float(params["alpha"]),
+                               depth=int(params["depth"]), verbose=False, show_progress=False,
+                               node_names=list(names), ci_test=tester)
+    return graph_from_causallearn(general_graph, names), {"n_tests": tester.n_cached}
+
+
+def run_direct_lingam(data: np.ndarray, names: tuple[str, ...], params: dict[str, Any],
+                      seed: int) -> tuple[Graph, dict[str, Any]]:
+    """``lingam.DirectLiNGAM``; edge i → j when |B[j, i]| > threshold.
+
+    lingam's ``adjacency_matrix_`` B has B[j, i] ≠ 0 for i → j (row = effect). Its
+    coefficients are already pruned by adaptive lasso, so the default threshold 0 keeps
+    every nonzero coefficient.
+    """
+    require_nonsingular(data, names, "DirectLiNGAM")
+    import lingam
+
+    model = lingam.DirectLiNGAM(random_state=seed, measure=params["measure"])
+    model.fit(data)
+    weights = np.asarray(model.adjacency_matrix_, dtype=np.float64).T  # [i, j] for i → j
+    adjacency = np.abs(weights) > params["threshold"]
+    np.fill_diagonal(adjacency, False)
+    edges = [{"from": names[i], "to": names[j], "weight": float(weights[i, j])}
+             for i, j in zip(*np.nonzero(adjacency), strict=True)]
+    return Graph.from_dag(adjacency, names), {
+        "causal_order": [names[i] for i in model.causal_order_],
+        "edges": edges,
+    }
+
+
+def run_anm(data: np.ndarray, names: tuple[str, ...], params: dict[str, Any],
+            seed: int) -> tuple[Graph, dict[str, Any]]:
+    """PC-KCI's skeleton, each edge oriented by a bivariate additive-noise model with HSIC.
+
+    See :func:`heuresis_env.discovery.orientation.orient_skeleton_pairwise` for the decision rule and
+    how directed cycles are broken; PC's own v-structure orientations are not used.
+    """
+
+    skeleton_run = pc(data, names=names, ci_test="kci", alpha=params["alpha"],
+                      variant=params["variant"])
+    pdag, evidence = orient_skeleton_pairwise(
+        data, skeleton_run.skeleton.skeleton(), np.random.default_rng(seed),
+        regressor=params["regressor"], alpha=params["hsic_alpha"], margin=params["margin"],
+        max_rows=params["max_rows"],
+    )
+    orientation = [
+        {"x": names[e.x], "y": names[e.y], "p_value_x_to_y": e.p_value_x_to_y,
+         "p_value_y_to_x": e.p_value_y_to_x, "direction": e.direction,
+         "undirected_to_break_cycle": e.undirected_to_break_cycle}
+        for e in evidence
+    ]
+    return pdag_to_graph(pdag, names), {"orientation": orientation,
+                                        "n_tests": skeleton_run.n_tests}
+
+
+def _notears_extras(result: Any, names: tuple[str, ...]) -> dict[str, Any]:
+    if not result.converged:
+        warnings.warn(
+            f"NOTEARS stopped before reaching h ≤ h_tol (h = {result.h:.3g} after "
+            f"{result.n_dual_steps} dual steps, rho = {result.rho:.3g}); the weights were "
+            "thresholded and pruned to a DAG", RuntimeWarning, stacklevel=2)
+    edges = [{"from": names[i], "to": names[j], "weight": float(result.weights[i, j])}
+             for i, j in zip(*np.nonzero(result.weights), strict=True)]
+    return {"edges": edges, "h": result.h, "converged": result.converged,
+            "n_dual_steps": result.n_dual_steps,
+            "edges_removed_for_acyclicity": result.edges_removed_for_acyclicity}
+
+
+def run_notears(data: np.ndarray, names: tuple[str, ...], params: dict[str, Any],
+                seed: int) -> tuple[Graph, dict[str, Any]]:
+    """NOTEARS linear with the least-squares loss. ``extras["converged"]`` says whether
+    h ≤ h_tol was reached; if not, the thresholded and pruned DAG is still returned (it is
+    the reference's output) with a warning in ``extras["warnings"]``."""
+
+    result = notears_linear(data, lambda1=params["lambda1"], loss_type="l2",
+                            max_iter=params["max_iter"], h_tol=params["h_tol"],
+                            rho_max=params["rho_max"], w_threshold=params["w_threshold"])
+    return Graph.from_dag(result.adjacency, names), _notears_extras(result, names)
+
+
+def run_notears_mlp(data: np.ndarray, names: tuple[str, ...], params: dict[str, Any],
+                    seed: int) -> tuple[Graph, dict[str, Any]]:
+    """NOTEARS-MLP seeded from ``seed`` and limited to one thread while it runs (reproducible
+    sums, no oversubscription of shared cores). ``engine="torch"`` differentiates with torch
+    autograd; the default ``"numpy"`` uses hand-written gradients checked against autograd to
+    1e-12 and runs about 1.7× faster (``benchmarks/bench_notears.py``)."""
+
+    result = notears_mlp(data, hidden=params["hidden"], lambda1=params["lambda1"],
+                         lambda2=params["lambda2"], max_iter=params["max_iter"],
+                         h_tol=params["h_tol"], rho_max=params["rho_max"],
+                         w_threshold=params["w_threshold"], seed=seed,
+                         max_inner_iter=params["max_inner_iter"], num_threads=1,
+                         engine=params["engine"])
+    return Graph.from_dag(result.adjacency, names), _notears_extras(result, names)
+
+
+def _permutation_runner(method: str) -> Runner:
+    def run(data: np.ndarray, names: tuple[str, ...], params: dict[str, Any],
+            seed: int) -> tuple[Graph, dict[str, Any]]:
+        require_nonsingular(data, names, f"{method.upper()} (BIC score)")
+        parameters = {"lambda_value": float(params["lambda_value"])}
+        with _seeded_python_random(seed), _silenced_stdout():
+            if method == "grasp":
+                from causallearn.search.PermutationBased.GRaSP import grasp
+
+                general_graph = grasp(data, score_func="local_score_BIC_from_cov",
+                                      depth=int(params["depth"]), parameters=parameters,
+                                      verbose=False, node_names=list(names))
+            else:
+                from causallearn.search.PermutationBased.BOSS import boss
+
+                general_graph = boss(data, score_func="local_score_BIC_from_cov",
+                                     parameters=parameters, verbose=False,
+                                     node_names=list(names))
+        return graph_from_causallearn(general_graph, names), {}
+
+    return run
+
+
+run_grasp = _permutation_runner("grasp")
+run_boss = _permutation_runner("boss")
+
+
+# ---- the built-in registry ------------------------------------------------------------------
+
+_PC_PARAMS = {"alpha": 0.05, "variant": "stable", "max_depth": None}
+_PC_RULES = {"alpha": open_unit(), "variant": one_of("stable", "original"),
+             "max_depth": optional_int_at_least(0)}
+_NOTEARS_RULES = {"lambda1": non_negative(), "w_threshold": non_negative(),
+                  "max_iter": int_at_least(1), "h_tol": positive(), "rho_max": positive()}
+
+
+def _register_builtin() -> None:
+    here = __name__
+    register_algorithm(AlgorithmSpec(
+        "pc-fisherz", "PC with the Fisher-z test (linear-Gaussian); deletion log in extras",
+        GraphType.CPDAG, dict(_PC_PARAMS), f"{here}:run_pc_fisherz", _PC_RULES))
+    register_algorithm(AlgorithmSpec(
+        "pc-kci", "PC with the kernel CI test KCI (nonparametric); deletion log in extras",
+        GraphType.CPDAG, dict(_PC_PARAMS), f"{here}:run_pc_kci", _PC_RULES))
+    register_algorithm(AlgorithmSpec(
+        "ges", "Greedy equivalence search with the linear-Gaussian BIC score",
+        GraphType.CPDAG, {"lambda_value": 0.5, "max_parents": None}, f"{here}:run_ges",
+        {"lambda_value": positive(), "max_parents": optional_int_at_least(0)}))
+    register_algorithm(AlgorithmSpec(
+        "fci", "Fast causal inference (allows latent confounders); returns a PAG",
+        GraphType.PAG, {"test": "fisherz", "alpha": 0.05, "depth": -1}, f"{here}:run_fci",
+        {"test": one_of("fisherz", "kci"), "alpha": open_unit(), "depth": int_at_least(-1)}))
+    register_algorithm(AlgorithmSpec(
+        "direct-lingam", "DirectLiNGAM (linear, non-Gaussian noise); returns a DAG",
+        GraphType.DAG, {"threshold": 0.0, "measure": "pwling"}, f"{here}:run_direct_lingam",
+        {"threshold": non_negative(), "measure": one_of("pwling", "kernel")}))
+    register_algorithm(AlgorithmSpec(
+        "anm", "PC-KCI's skeleton oriented pairwise by additive-noise models with HSIC",
+        GraphType.CPDAG,
+        {"alpha": 0.05, "variant": "stable", "hsic_alpha": 0.05, "margin": 0.05,
+         "regressor": "spline", "max_rows": 1000},
+        f"{here}:run_anm",
+        {"alpha": open_unit(), "variant": one_of("stable", "original"),
+         "hsic_alpha": open_unit(), "margin": ParamRule(lambda v: _is_number(v) and 0 <= v < 1,
+                                                        "a number in [0, 1)"),
+         "regressor": one_of("spline", "gp"), "max_rows": int_at_least(50)}))
+    register_algorithm(AlgorithmSpec(
+        "notears", "NOTEARS linear: least squares + L1 under a smooth acyclicity constraint",
+        GraphType.DAG,
+        {"lambda1": 0.1, "w_threshold": 0.3, "max_iter": 100, "h_tol": 1e-8, "rho_max": 1e16},
+        f"{here}:run_notears", _NOTEARS_RULES))
+    register_algorithm(AlgorithmSpec(
+        "notears-mlp", "NOTEARS-MLP: one MLP per variable under the acyclicity constraint",
+        GraphType.DAG,
+        {"hidden": 10, "lambda1": 0.01, "lambda2": 0.01, "w_threshold": 0.3, "max_iter": 100,
+         "h_tol": 1e-8, "rho_max": 1e16, "max_inner_iter": 15000, "engine": "numpy"},
+        f"{here}:run_notears_mlp",
+        {**_NOTEARS_RULES, "hidden": int_at_least(1), "lambda2": non_negative(),
+         "max_inner_iter": int_at_least(1), "engine": one_of("numpy", "torch")}))
+    register_algorithm(AlgorithmSpec(
+        "grasp", "GRaSP permutation search with the BIC score (causal-learn)",
+        GraphType.CPDAG, {"lambda_value": 0.5, "depth": 3}, f"{here}:run_grasp",
+        {"lambda_value": positive(), "depth": int_at_least(1)}))
+    register_algorithm(AlgorithmSpec(
+        "boss", "BOSS permutation search with the BIC score (causal-learn)",
+        GraphType.CPDAG, {"lambda_value": 0.5}, f"{here}:run_boss",
+        {"lambda_value": positive()}))
+
+
+_register_builtin()

@@ -1,0 +1,54 @@
+"""The environment: an episode of editing a working graph against a hidden causal graph.
+
+The third stage of the data flow (instance → evidence → **environment** → policy → run →
+report). :class:`HeuresisEnv` (:mod:`.core`) is the Gymnasium environment; the hidden truth
+stays with the referee (:mod:`.referee`); every action is a tool of the one registry
+(:mod:`.toolbox`), seen as text/JSON or as the RL view's discrete actions (:mod:`.rl_view`);
+agent code runs in the sandbox (:mod:`.sandbox`); every episode can leave a trace
+(:mod:`.traces`) that :func:`replay_trace` re-runs; :mod:`.render` draws graphs.
+"""
+
+from heuresis_env.env.core import (
+    INTERFACES,
+    MAX_OBSERVATION_CHARS,
+    REWARDS,
+    SPLITS,
+    TERMINATION_REASONS,
+    HeuresisEnv,
+    observation_text,
+)
+from heuresis_env.env.referee import PublicInstance, open_instance
+from heuresis_env.env.render import draw_graphs
+from heuresis_env.env.replay import ReplayReport, replay_trace
+from heuresis_env.env.rl_view import RLAction, RLInterface, RLOutcome, rl_action_table
+from heuresis_env.env.sandbox import Sandbox, SandboxLimits, SandboxResult, run_code
+from heuresis_env.env.toolbox import (
+    MAX_ACTION_CHARS,
+    RL_OPERATIONS,
+    TARGETS,
+    TOOLBOXES,
+    ActionError,
+    EpisodeState,
+    Tool,
+    ToolResult,
+    available_tools,
+    get_tool,
+    parse_action,
+    register_tool,
+    tool_schemas,
+)
+from heuresis_env.env.toolbox.graph_tools import ACYCLIC_TARGETS
+from heuresis_env.env.toolbox.registry import MAX_LIST_ITEMS
+from heuresis_env.env.traces import EvidenceLinker
+from heuresis_env.trace_files import Trace, read_trace
+
+__all__ = [
+    "ACYCLIC_TARGETS", "INTERFACES", "MAX_ACTION_CHARS", "MAX_LIST_ITEMS",
+    "MAX_OBSERVATION_CHARS", "REWARDS", "RL_OPERATIONS", "SPLITS", "TARGETS",
+    "TERMINATION_REASONS", "TOOLBOXES", "ActionError", "EpisodeState", "EvidenceLinker",
+    "HeuresisEnv", "PublicInstance", "RLAction", "RLInterface", "RLOutcome", "ReplayReport",
+    "Sandbox", "SandboxLimits", "SandboxResult", "Tool", "ToolResult", "Trace",
+    "available_tools", "draw_graphs", "get_tool", "observation_text", "open_instance",
+    "parse_action", "read_trace", "register_tool", "replay_trace", "rl_action_table",
+    "run_code", "tool_schemas",
+]

@@ -1,0 +1,665 @@
+"""The Heuresis Gymnasium environment: recover a hidden causal graph from an anonymous table.
+
+Importing this module loads Gymnasium and NumPy only; instances, evidence and tools load
+when an environment is built or reset.
+"""
+
+from __future__ import annotations
+
+import string
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from heuresis_env.env.referee import PublicInstance, open_instance
+from heuresis_env.env.render import draw_graphs
+from heuresis_env.env.rl_view import RLInterface, RLOutcome
+from heuresis_env.env.toolbox import available_tools, tool_schemas
+from heuresis_env.env.toolbox.code_tool import close_sandbox
+from heuresis_env.env.toolbox.graph_tools import graph_summary
+from heuresis_env.env.toolbox.registry import (
+    CATEGORIES,
+    MAX_ACTION_CHARS,
+    TOOLBOXES,
+    ActionError,
+    ParsedAction,
+    ToolResult,
+    check_configuration,
+    parse_action,
+)
+from heuresis_env.env.toolbox.state import TARGETS, EpisodeState
+from heuresis_env.env.traces import TraceRecorder, graph_diff, text_digest, trace_file_name
+from heuresis_env.errors import HeuresisError, UnknownNameError
+from heuresis_env.evidence import EvidenceProvider, start_graph_for_edits
+from heuresis_env.generation.families import available_families
+from heuresis_env.generation.instances import SPLIT_SIZES, InstanceKey
+
+#: families of the spec's Table 2 (more can be registered; see ``families.register_family``)
+INTERFACES = ("text", "rl")
+REWARDS = ("f1", "shaped")
+SPLITS = ("dev", "test")
+#: the longest observation text; longer tool outputs are cut with a note
+MAX_OBSERVATION_CHARS = 20_000
+#: characters an observation text may hold (others are written as \\uXXXX escapes)
+OBSERVATION_CHARSET = frozenset(string.printable)
+#: termination reasons reported in the final ``info``
+TERMINATION_REASONS = ("submitted", "step_budget", "wall_time", "aborted", "replay_end")
+
+
+# ---- instances and the referee ------------------------------------------------------------------
+
+def observation_text(text: str) -> str:
+    """Text fit for the observation space: printable ASCII (others escaped), length-capped."""
+    if not all(c in OBSERVATION_CHARSET for c in text):
+        text = "".join(c if c in OBSERVATION_CHARSET else
+                       c.encode("ascii", "backslashreplace").decode("ascii") for c in text)
+    if len(text) > MAX_OBSERVATION_CHARS:
+        note = f"\n[output cut: {len(text) - MAX_OBSERVATION_CHARS + 80} characters omitted]"
+        text = text[:MAX_OBSERVATION_CHARS - 80] + note
+    return text
+
+
+def _check_int(name: str, value: Any, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
+        raise HeuresisError(f"{name} must be an integer ≥ {low}, got {value!r}")
+    return int(value)
+
+
+# ---- the environment ----------------------------------------------------------------------------
+
+class HeuresisEnv(gym.Env):
+    """
+    ## Description
+
+    Heuresis asks an agent to recover the causal graph behind an anonymous data table. Each
+    instance is the data matrix X (n rows × d columns, named X1..Xd) sampled from a hidden
+    structural causal model (SCM) of one *mechanism family* (`lg`, `anm`, `hetero`, `wild`,
+    `mixed`, `gauntlet`); columns are standardized and randomly permuted, so names and order
+    carry no information. The agent edits a **working graph** one action at a time — a tool
+    call that reads evidence (CI tests, reference algorithms, stability, orientation probes,
+    sandboxed code, effect estimates, graph queries) or an edge edit — until it submits.
+    The main score is the adjacency F1 of the submitted graph against the true DAG.
+
+    In the **guided** condition the working graph starts as PC-KCI's output and the tool
+    `deletion_log` shows why PC removed every missing edge. Each registered id is one family:
+    `Heuresis-lg-v0`, …, `Heuresis-gauntlet-v0`.
+
+    ## Action Space
+
+    *Text view* (`interface="text"`, the default): a JSON string, or the same Python dict,
+    `{"tool": NAME, "args": {...}}` — see `docs/toolbox.md` or `heuresis tools` for every
+    tool and `env.unwrapped.tool_schemas()` for function-calling schemas. Edge edits
+    (`add_edge`, `remove_edge`, `orient_edge`, `reverse_edge`, `set_graph`, `load_graph`)
+    and `submit` are tools too. The space is `Text(max_length=16384)`.
+
+    A malformed action (bad JSON, unknown tool — the error lists the tools —, bad or unknown
+    arguments, unknown variable, self-loop, duplicate edge, a directed cycle under
+    `target="dag"` or `"cpdag"`, `deletion_log` in an unguided episode, an action over 16,384
+    characters) never raises: it yields an error observation, costs a step and leaves the
+    working graph unchanged.
+
+    *RL view* (`interface="rl"`): `Discrete(K)` over (pair × {add, remove, orient, test}) +
+    submit, derived from the same tool registry; `action_masks()` gives the valid actions
+    for sb3-contrib's `MaskablePPO` (see `heuresis_env.env.rl_view`).
+
+    ## Observation Space
+
+    Text view, a `Dict`:
+
+    | Key             | Space                                   | Meaning                                        |
+    |-----------------|-----------------------------------------|------------------------------------------------|
+    | `text`          | `Text(max_length=20000)`                | the tool output (the task statement at reset)  |
+    | `working_graph` | `Box(0, 3, (d, d), int8)`               | edge marks: `[i, j]` is the mark at j's end (0 none, 1 tail, 2 arrow, 3 circle) |
+    | `budget_left`   | `Box(0, max_steps, (1,), float32)`      | steps left                                     |
+    | `last_error`    | `Text(max_length=20000)`                | the last action's error, `""` when it ran      |
+
+    RL view, a flat `Dict` of 1-D `MultiBinary`/`Box`: `adjacency` (d·d; `[i·d + j]` = 1 for
+    i → j or i — j), `evidence` (pairs × 7 features in [−1, 1]: PC-Fisher-z deletion
+    p-value, |Pearson r|, distance correlation, dCor − |r|, KCI p-value at the deleting set
+    once tested, bootstrap stability, PC-KCI deletion p-value when guided),
+    `evidence_available` (which features exist) and `budget_left` (fraction of steps).
+
+    ## Rewards
+
+    `reward="f1"` (default): 0 on every step, and the adjacency F1 of the final graph on the
+    last step (submitted or truncated). `reward="shaped"`: the change in adjacency F1 caused
+    by each edit (its sum over an episode is final F1 − starting F1), for training.
+
+    ## Starting State
+
+    `reset(seed=..., options={"index": i})` loads instance i of the split; without an index
+    the environment's seeded generator draws one (from `indices` when given). The working
+    graph starts empty, or as PC-KCI's CPDAG when `guided=True`. The first observation's
+    text is the task statement with the list of tools.
+
+    ## Episode End
+
+    1. Termination: the agent calls `submit`.
+    2. Truncation: the step budget (`max_steps`, every action counts) or the wall-time budget
+       (`max_seconds` since reset) runs out; the working graph is scored as submitted.
+
+    A harness may end an episode early with `env.unwrapped.end_episode("aborted")`, which
+    scores the working graph the same way.
+
+    The final `info` holds `termination_reason` ("submitted", "step_budget", "wall_time"),
+    `scores` (f1, precision, recall, shd, nshd, shd_cpdag, n_edges) and `submitted`. No
+    earlier observation or info reveals the hidden record, and no attribute of the
+    environment holds it: the true graphs live in closures that report scores only after the
+    episode (introspection of closures or of the garbage collector is out of scope).
+
+    ## Arguments
+
+    ```python
+    >>> import gymnasium as gym, heuresis_env
+    >>> env = gym.make("Heuresis-wild-v0", guided=False, d=10, n=600)
+    >>> observation, info = env.reset(seed=0)
+    >>> observation, reward, terminated, truncated, info = env.step(
+    ...     '{"tool": "ci_test", "args": {"x": "X1", "y": "X2", "method": "kci"}}')
+    ```
+
+    | Parameter      | Type          | Default  | Description                                          |
+    |----------------|---------------|----------|------------------------------------------------------|
+    | `family`       | **str**       | (id)     | mechanism family                                     |
+    | `split`        | **str**       | `"dev"`  | `"dev"` (100 instances) or `"test"` (32)             |
+    | `guided`       | **bool**      | `False`  | start from PC-KCI's output; `deletion_log` offered   |
+    | `max_steps`    | **int**       | `100`    | step budget (tool calls + edits + rejected actions)  |
+    | `max_seconds`  | **float**     | `1800`   | wall-time budget per episode; `None` for none        |
+    | `target`       | **str**       | `"none"` | stated target: `"none"`, `"cpdag"` or `"dag"`        |
+    | `toolbox`      | **str**       | `"full"` | `"minimal"` lacks run_code, stability, orientation_probe |
+    | `reward`       | **str**       | `"f1"`   | `"f1"` at the end, or `"shaped"` (ΔF1 per edit)      |
+    | `d`, `n`       | **int**       | 10, 600  | variables and rows of the instances                  |
+    | `graph_model`  | **str**       | `"er"`   | `"er"` or `"ba"`                                     |
+    | `interface`    | **str**       | `"text"` | `"text"` or `"rl"`                                   |
+    | `indices`      | **list[int]** | `None`   | instance indices `reset` draws from (default: all)   |
+    | `render_mode`  | **str**       | `None`   | `"ansi"` or `"rgb_array"`                            |
+    | `trace_path`   | **str**       | `None`   | directory for one JSON-lines trace per episode       |
+    | `salt`         | **str**       | `None`   | secret salt of a sealed test split                   |
+    | `rl_text`      | **bool**      | `False`  | RL view: format each action's text (as traces do)    |
+
+    ## Vectorized environment
+
+    ```python
+    >>> envs = gym.make_vec("Heuresis-lg-v0", num_envs=4, vectorization_mode="async",
+    ...                     interface="rl", d=5, n=200)
+    ```
+
+    ## Version History
+
+    * v0: initial release (generator version 1, evidence version 1).
+    """
+
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+
+    def __init__(self, family: str = "lg", split: str = "dev", guided: bool = False,
+                 max_steps: int = 100, max_seconds: float | None = 1800.0,
+                 target: str = "none", toolbox: str = "full", reward: str = "f1",
+                 d: int = 10, n: int = 600, graph_model: str = "er", interface: str = "text",
+                 indices: Sequence[int] | None = None, render_mode: str | None = None,
+                 trace_path: str | None = None, salt: str | None = None,
+                 rl_text: bool = False):
+
+        if family not in available_families():
+            raise UnknownNameError("family", family, available_families())
+        if split not in SPLITS:
+            raise UnknownNameError("split", split, SPLITS)
+        if target not in TARGETS:
+            raise UnknownNameError("target", target, TARGETS)
+        if toolbox not in TOOLBOXES:
+            raise UnknownNameError("toolbox", toolbox, TOOLBOXES)
+        if reward not in REWARDS:
+            raise UnknownNameError("reward", reward, REWARDS)
+        if interface not in INTERFACES:
+            raise UnknownNameError("interface", interface, INTERFACES)
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise UnknownNameError("render mode", render_mode, self.metadata["render_modes"])
+        check_configuration(toolbox, guided)
+        self.family, self.split, self.guided = family, split, bool(guided)
+        self.target, self.toolbox, self.reward_mode = target, toolbox, reward
+        self.interface, self.render_mode = interface, render_mode
+        self.max_steps = _check_int("max_steps", max_steps, 1)
+        if max_seconds is not None and (isinstance(max_seconds, bool) or not isinstance(
+                max_seconds, int | float) or not max_seconds > 0):
+            raise HeuresisError(f"max_seconds must be a positive number or None, "
+                                f"got {max_seconds!r}")
+        self.max_seconds = None if max_seconds is None else float(max_seconds)
+        self.d = _check_int("d", d, 2)
+        self.n = _check_int("n", n, 10)
+        self.graph_model = graph_model
+        InstanceKey(family, split, 0, d=self.d, n=self.n, graph_model=graph_model)  # validates
+        size = SPLIT_SIZES[split]
+        if indices is None:
+            self.indices: tuple[int, ...] = tuple(range(size))
+        else:
+            self.indices = tuple(_check_int("an index", i, 0) for i in indices)
+            bad = [i for i in self.indices if i >= size]
+            if bad or not self.indices:
+                raise HeuresisError(f"indices must be a non-empty list of integers in "
+                                    f"0..{size - 1} (the {split} split), got {list(indices)}")
+        self.trace_path = None if trace_path is None else Path(trace_path)
+        self.rl_text = bool(rl_text)
+        self._salt_holder = (lambda: salt) if salt else (lambda: None)
+        self.names = tuple(f"X{i + 1}" for i in range(self.d))
+        self._offered = available_tools(toolbox, self.guided)
+
+        self._rl = None
+        if interface == "rl":
+
+            self._rl = RLInterface(self.d, self._offered, target, self.guided)
+            self.action_space = self._rl.action_space
+            self.observation_space = self._rl.observation_space
+        else:
+
+            self.action_space = spaces.Text(max_length=MAX_ACTION_CHARS, min_length=0,
+                                            charset=string.printable)
+            text = spaces.Text(max_length=MAX_OBSERVATION_CHARS, min_length=0,
+                               charset=string.printable)
+            self.observation_space = spaces.Dict({
+                "text": text,
+                "working_graph": spaces.Box(0, 3, (self.d, self.d), np.int8),
+                "budget_left": spaces.Box(0.0, float(self.max_steps), (1,), np.float32),
+                "last_error": spaces.Text(max_length=MAX_OBSERVATION_CHARS, min_length=0,
+                                          charset=string.printable),
+            })
+        self._state = None
+        self._referee: dict[str, Callable] | None = None
+        self._public: PublicInstance | None = None
+        self._episode_over = True
+        self._trace = None
+        self._episode_count = 0
+        self._last_text = ""
+        self._last_error = ""
+        self._final_info: dict[str, Any] | None = None
+
+    # ---- public read-only views -------------------------------------------------------------
+    @property
+    def instance_index(self) -> int | None:
+        return None if self._public is None else self._public.key.index
+
+    @property
+    def instance_sha256(self) -> str | None:
+        return None if self._public is None else self._public.sha256
+
+    @property
+    def data(self) -> np.ndarray:
+        """The current instance's data matrix (read-only)."""
+        self._require_reset()
+        return self._state.data
+
+    @property
+    def working_graph(self):
+        """A copy of the working graph."""
+        self._require_reset()
+        return self._state.working_graph.copy()
+
+    @property
+    def steps_used(self) -> int:
+        return self._steps_used if self._state is not None else 0
+
+    @property
+    def elapsed_seconds(self) -> float:
+        return 0.0 if self._state is None else time.perf_counter() - self._started
+
+    @property
+    def last_output_digest(self) -> str:
+        return text_digest(self._last_text)
+
+    @property
+    def trace_file(self) -> Path | None:
+        return None if self._trace is None else self._trace.path
+
+    @property
+    def offered_tools(self) -> list:
+        """The tools of this configuration (toolbox and guided condition), in reference order."""
+        return list(self._offered)
+
+    @property
+    def rl_actions(self) -> tuple:
+        """The RL view's action table (``RLAction`` entries: index, operation, tool, i, j)."""
+        if self._rl is None:
+            raise HeuresisError("rl_actions belongs to the RL view (interface='rl')")
+        return self._rl.table
+
+    def unflatten_observation(self, observation: dict[str, Any]) -> dict[str, np.ndarray]:
+        """Matrix views of an RL observation: adjacency (d, d), evidence (pairs, 7), ..."""
+        if self._rl is None:
+            raise HeuresisError("unflatten_observation belongs to the RL view (interface='rl')")
+        return self._rl.unflatten(observation)
+
+    def tool_schemas(self, style: str = "openai") -> list[dict[str, Any]]:
+        """Function-calling schemas of the tools offered in this configuration."""
+
+        return tool_schemas(self.toolbox, self.guided, style)
+
+    def action_masks(self) -> np.ndarray:
+        """Valid discrete actions of the RL view (for sb3-contrib's MaskablePPO)."""
+        if self._rl is None:
+            raise HeuresisError("action_masks() belongs to the RL view; make the environment "
+                                "with interface='rl'")
+        self._require_reset()
+        return self._rl.action_masks(self._state)
+
+    def _require_reset(self) -> None:
+        if self._state is None:
+            raise HeuresisError("call reset() before using the environment")
+
+    def config(self) -> dict[str, Any]:
+        """The keyword arguments that rebuild this environment (the salt excluded)."""
+        return {"family": self.family, "split": self.split, "guided": self.guided,
+                "max_steps": self.max_steps, "max_seconds": self.max_seconds,
+                "target": self.target, "toolbox": self.toolbox, "reward": self.reward_mode,
+                "d": self.d, "n": self.n, "graph_model": self.graph_model,
+                "interface": self.interface}
+
+    # ---- reset -------------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+
+        options = dict(options or {})
+        unknown = sorted(set(options) - {"index"})
+        if unknown:
+            raise HeuresisError(f"unknown reset option(s) {unknown}; the only option is "
+                                "'index' (an instance index of the split)")
+        self._close_episode_resources()
+        if options.get("index") is not None:
+            index = _check_int("options['index']", options["index"], 0)
+
+            if index >= SPLIT_SIZES[self.split]:
+                raise HeuresisError(f"options['index'] must be in 0..{SPLIT_SIZES[self.split] - 1}"
+                                    f" for the {self.split} split, got {index}")
+        else:
+            index = int(self.indices[int(self.np_random.integers(len(self.indices)))])
+        key = InstanceKey(self.family, self.split, index, d=self.d, n=self.n,
+                          graph_model=self.graph_model)
+        public, referee = open_instance(key, self._salt_holder())
+        evidence = EvidenceProvider(public.X, public.names, public.sha256)
+        start_graph = None
+        if self.guided:
+            start_graph = evidence.guided_start().graph
+            if self._rl is not None:
+                start_graph = start_graph_for_edits(start_graph)
+        self._public, self._referee = public, referee
+        self._state = EpisodeState(public.X, public.names, public.sha256, guided=self.guided,
+                                   target=self.target, toolbox=self.toolbox,
+                                   evidence=evidence, working_graph=start_graph)
+        self.names = public.names
+        self._steps_used = 0
+        self._episode_over = False
+        self._final_info = None
+        self._episode_count += 1
+        self._last_error = ""
+        if self.reward_mode == "shaped":
+            self._shaped_f1 = referee["f1_of_marks"](self._state.working_graph.marks)[0]
+        if self._rl is not None:
+            self._rl.start(self._state, evidence.pair_evidence(), referee,
+                           self.reward_mode == "shaped")
+            self._last_text = ""
+        else:
+            self._last_text = observation_text(self.task_statement())
+        self._open_trace(seed, index)
+        self._started = time.perf_counter()
+        info = {"instance_index": index, "split": self.split, "sha256": public.sha256,
+                "instance": public.key.to_dict(),
+                # the task's public input, for scripted policies that compute on it directly
+                "data": public.X.copy(), "names": list(public.names),
+                "guided": self.guided, "n_tools": len(self._offered)}
+        return self._observation(), info
+
+    def task_statement(self) -> str:
+        """The first observation's text: the task, the rules, and the tools."""
+        self._require_reset()
+
+        state = self._state
+        target_rules = {
+            "none": "Edge directions are optional: the score compares skeletons.",
+            "cpdag": ("Give the Markov equivalence class (CPDAG): orient the edges the data "
+                      "determine and leave the others undirected (X1 --- X2). Orientation is "
+                      "scored by SHD against the true CPDAG; directed cycles are refused."),
+            "dag": ("Give a DAG: orient every edge (X1 --> X2). Orientation is scored by SHD "
+                    "against the true DAG; directed cycles are refused."),
+        }
+        start = ("empty" if not self.guided else
+                 "as the output of the PC algorithm with the KCI test (alpha = 0.05); "
+                 "deletion_log shows why PC removed each missing edge")
+        wall = ("no wall-time limit" if self.max_seconds is None
+                else f"{self.max_seconds:g} seconds of wall time")
+        lines = [
+            "TASK: recover the causal graph behind a data table.",
+            "",
+            f"The data X has {state.n} rows and {state.d} columns named "
+            f"{', '.join(state.names)}. An unknown structural causal model over a directed "
+            "acyclic graph generated them; every column is standardized and the columns are "
+            "in random order, so names and order carry no information. Find which pairs of "
+            "variables are joined by a direct causal edge. The main score is the adjacency "
+            "F1 of your graph against the true graph. " + target_rules[self.target],
+            "",
+            f"You edit a working graph, which starts {start}. Each step is one action, a JSON "
+            'object {"tool": NAME, "args": {...}}, for example',
+            '  {"tool": "ci_test", "args": {"x": "X1", "y": "X2", "given": ["X3"], '
+            '"method": "kci"}}',
+            '  {"tool": "add_edge", "args": {"x": "X1", "y": "X2"}}',
+            "Tool calls read evidence and leave the graph as it is; edits change it. Every "
+            f"action, a rejected one included, costs one step. Budget: {self.max_steps} steps "
+            f"and {wall}; when it runs out, the working graph is scored as it stands. Finish "
+            'with {"tool": "submit", "args": {}}.',
+            "",
+            "TOOLS (name(arguments) - what it does):",
+        ]
+        for category in CATEGORIES:
+            tools = [t for t in self._offered if t.category == category]
+            if not tools:
+                continue
+            lines.append(f"[{category}]")
+            lines += [f"  {t.signature()} - {t.summary}" for t in tools]
+        return "\n".join(lines)
+
+    # ---- step --------------------------------------------------------------------------------
+    def step(self, action: Any):
+        self._require_reset()
+        if self._episode_over:
+            raise HeuresisError("the episode is over; call reset() to start the next one")
+        step_start = time.perf_counter()
+        self._steps_used += 1
+        self._state.call_number = self._steps_used
+        if self._rl is not None:
+            return self._step_rl(action, step_start)
+        return self._step_text(action, step_start)
+
+    def _step_text(self, action: Any, step_start: float):
+
+        state = self._state
+        before = state.working_graph.marks.copy()
+        parsed = None
+        try:
+            parsed = parse_action(action, self.toolbox, self.guided)
+        except ActionError as exc:
+            result = ToolResult.failure(str(exc))
+        else:
+            result = self._run_tool(parsed)
+        if result.error is not None:
+            state.working_graph = type(state.working_graph)(state.names, before)
+        self._last_text = observation_text(result.text)
+        self._last_error = "" if result.error is None else observation_text(result.error)
+        reward = 0.0
+        graph_changed = not np.array_equal(before, state.working_graph.marks)
+        if graph_changed and self.reward_mode == "shaped":
+            reward = self._shaped_delta()
+        info: dict[str, Any] = {"step": self._steps_used,
+                                "tool": None if parsed is None else parsed.tool.name,
+                                "error": result.error, "data": dict(result.data)}
+        self._record_step(action, parsed, result.error, before, step_start,
+                          None if parsed is None else parsed.arguments)
+        return self._finish_step(reward, result.submitted, info)
+
+    def _run_tool(self, parsed):
+
+        try:
+            result = parsed.tool.run(self._state, parsed.args)
+        except HeuresisError as exc:
+            result = ToolResult.failure(str(exc))
+        except Exception as exc:  # noqa: BLE001 - a failing tool is an observation, not a crash
+            result = ToolResult.failure(f"{parsed.tool.name} failed: {type(exc).__name__}: {exc}")
+        if not isinstance(result, ToolResult):
+            result = ToolResult.failure(f"{parsed.tool.name} returned {type(result).__name__}, "
+                                        "not a ToolResult")
+        return result
+
+    def _shaped_delta(self) -> float:
+        f1 = self._referee["f1_of_marks"](self._state.working_graph.marks)[0]
+        delta, self._shaped_f1 = f1 - self._shaped_f1, f1
+        return float(delta)
+
+    def _step_rl(self, action: Any, step_start: float):
+        outcome = self._rl.execute(self._state, action, record=self._trace is not None)
+        reward = outcome.reward
+        info: dict[str, Any] = {}
+        if outcome.error is not None:
+            info = {"error": outcome.error}
+        if self.rl_text or self._trace is not None or self.render_mode == "ansi":
+            self._last_text = self._rl.describe(self._state, outcome)
+        if self._trace is not None:
+            self._record_rl_step(action, outcome, step_start)
+        return self._finish_step(reward, outcome.submitted, info)
+
+    def _finish_step(self, reward: float, submitted: bool, info: dict[str, Any]):
+        terminated = bool(submitted)
+        truncated = False
+        reason = None
+        if terminated:
+            reason = "submitted"
+        elif self._steps_used >= self.max_steps:
+            truncated, reason = True, "step_budget"
+        elif self.max_seconds is not None and self.elapsed_seconds >= self.max_seconds:
+            truncated, reason = True, "wall_time"
+        if reason is not None:
+            final = self.end_episode(reason)
+            info.update(final)
+            if self.reward_mode == "f1":
+                reward += final["scores"]["f1"]
+        return self._observation(), float(reward), terminated, truncated, info
+
+    def end_episode(self, reason: str = "aborted") -> dict[str, Any]:
+        """End the episode now and score the working graph as submitted; returns the final info.
+
+        ``step`` calls this when the agent submits or a budget runs out; a harness may call it
+        to abort an episode (the trace records the reason).
+        """
+        self._require_reset()
+        if self._episode_over:
+            return dict(self._final_info or {})
+        if reason not in TERMINATION_REASONS:
+            raise UnknownNameError("termination reason", reason, TERMINATION_REASONS)
+        scores = self._referee["scores"](self._state.working_graph)
+        scores = {k: (float(v) if isinstance(v, float | np.floating) else int(v))
+                  for k, v in scores.items()}
+        self._episode_over = True
+        self._final_info = {"termination_reason": reason, "submitted": reason == "submitted",
+                            "scores": scores, "steps_used": self._steps_used,
+                            "instance_index": self._public.key.index,
+                            "final_graph": self._state.working_graph.to_dict()}
+        if self._trace is not None:
+            self._trace.close({"termination_reason": reason, "scores": scores,
+                               "final_graph": self._state.working_graph.to_dict(),
+                               "steps_used": self._steps_used,
+                               "seconds": self.elapsed_seconds})
+        return {**self._final_info, "scores": dict(scores)}
+
+    # ---- observations --------------------------------------------------------------------
+    def _observation(self) -> dict[str, Any]:
+        if self._rl is not None:
+            return self._rl.observation(self._state, self.max_steps - self._steps_used,
+                                        self.max_steps)
+        return {
+            "text": self._last_text,
+            "working_graph": self._state.working_graph.marks.copy(),
+            "budget_left": np.array([self.max_steps - self._steps_used], dtype=np.float32),
+            "last_error": self._last_error,
+        }
+
+    # ---- traces ------------------------------------------------------------------------------
+    def _open_trace(self, seed: int | None, index: int) -> None:
+        if self.trace_path is None:
+            return
+        header = {
+            "config": self.config(),
+            "instance": {**self._public.key.to_dict(), "sha256": self._public.sha256},
+            "sealed": self._public.sealed, "seed": seed, "episode": self._episode_count,
+            "starting_graph": self._state.working_graph.to_dict(),
+            "tools": [t.name for t in self._offered],
+            "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+        self._trace = TraceRecorder(
+            self.trace_path / trace_file_name(self.family, self.split, index), header)
+
+    def _record_step(self, action: Any, parsed: ParsedAction | None, error: str | None,
+                     before: np.ndarray, step_start: float, arguments: dict | None) -> None:
+        if self._trace is None:
+            return
+        diff, pairs = graph_diff(self._state, before)
+        edit = submit = False
+        explicit: list[int] = []
+        if parsed is not None:
+            edit = parsed.tool.edits_graph
+            submit = parsed.tool.rl is not None and parsed.tool.rl.operation == "submit"
+            explicit = list(getattr(parsed.args, "evidence", []) or [])
+        self._trace.record_text_step(
+            step=self._steps_used, action=action,
+            tool=None if parsed is None else parsed.tool.name, arguments=arguments,
+            error=error, output=self._last_text, diff=diff, pairs=pairs, edit=edit,
+            submit=submit, explicit_evidence=explicit,
+            elapsed=time.perf_counter() - self._started, step_start=step_start)
+
+    def _record_rl_step(self, action: Any, outcome: RLOutcome, step_start: float) -> None:
+        self._trace.record_rl_step(
+            step=self._steps_used, action=action, outcome=outcome, output=self._last_text,
+            elapsed=time.perf_counter() - self._started, step_start=step_start)
+
+    # ---- rendering -----------------------------------------------------------------------------
+    def render(self):
+        if self.render_mode is None:
+            gym.logger.warn("render() needs render_mode='ansi' or 'rgb_array' at construction")
+            return None
+        self._require_reset()
+        if self.render_mode == "ansi":
+            return self._render_text()
+        return self._render_rgb()
+
+    def _render_text(self) -> str:
+
+        graph = self._state.working_graph
+        lines = [f"Heuresis {self.family}/{self.split}/{self.instance_index} - step "
+                 f"{self._steps_used} of {self.max_steps}",
+                 f"Working graph: {graph_summary(graph)}", graph.to_text()]
+        if self._last_text:
+            lines += ["", "Last output:", self._last_text]
+        if self._episode_over and self._final_info is not None:
+            scores = self._final_info["scores"]
+            lines += ["", f"Episode over ({self._final_info['termination_reason']}): " +
+                      ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
+                                for k, v in scores.items())]
+        return "\n".join(lines) + "\n"
+
+    def _render_rgb(self) -> np.ndarray:
+        panels = [("working graph", self._state.working_graph)]
+        if self._episode_over:
+            panels.append(("true DAG", self._referee["reveal"]()))
+        return draw_graphs(panels)
+
+    # ---- closing ---------------------------------------------------------------------------------
+    def _close_episode_resources(self) -> None:
+        if self._trace is not None and not self._trace.closed:
+            self._trace.close({"termination_reason": "unfinished",
+                               "steps_used": getattr(self, "_steps_used", 0),
+                               "final_graph": self._state.working_graph.to_dict()})
+        self._trace = None
+        if self._state is not None:
+
+            close_sandbox(self._state)
+
+    def close(self) -> None:
+        self._close_episode_resources()
+        super().close()

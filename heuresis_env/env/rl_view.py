@@ -1,0 +1,356 @@
+"""The RL view: flat ``Dict`` observations of ``MultiBinary``/``Box`` and a ``Discrete`` action.
+
+``gym.make("Heuresis-lg-v0", interface="rl")`` builds it. The action table is derived from
+the tool registry (:func:`rl_action_table`): for every
+unordered pair an ``add`` (the undirected edge, ``add_edge(x, y, directed=False)``), a
+``remove`` and a ``test`` (``ci_test`` with KCI at the set where PC-Fisher-z deleted the pair,
+or the empty set), for every ordered pair an ``orient`` (``orient_edge(x, y)``), and one
+``submit``. Each action runs the same index kernel as the matching text-view tool, so the
+graphs of the two views never disagree; ``test`` reads the instance's cached evidence.
+
+Observation keys, every one a 1-D vector as stable-baselines3's default policies expect
+(p = d(d−1)/2 unordered pairs in the order (0,1), (0,2), …; :meth:`RLInterface.unflatten`
+gives the matrix views):
+
+- ``adjacency`` — ``MultiBinary(d·d)``, row-major: entry ``i·d + j`` is 1 when the working
+  graph has i → j or i — j (an undirected edge sets both entries);
+- ``evidence`` — ``Box(−1, 1, (p·7,))``, pair-major: entry ``k·7 + f`` is feature f (the
+  columns of :data:`heuresis_env.evidence.FEATURE_NAMES`) of pair k; a missing entry is 0;
+- ``evidence_available`` — ``MultiBinary(p·7)``: which entries exist (a pair PC kept has no
+  deletion p-value; the KCI p-value appears once the pair is tested; the PC-KCI deletion
+  p-value only in the guided condition);
+- ``budget_left`` — ``Box(0, 1, (1,))``: the fraction of the step budget left.
+
+:meth:`RLInterface.action_masks` marks the valid actions (add only between non-adjacent
+variables, remove/orient only on edges, no orientation that closes a directed cycle under the
+cpdag and dag targets, each pair tested once). The step path allocates only the small
+observation arrays and formats no text unless a trace or ``render_mode="ansi"`` asks for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from heuresis_env.env.toolbox.graph_tools import ACYCLIC_TARGETS, graph_summary
+from heuresis_env.env.toolbox.registry import RL_OPERATIONS, TOOLS, Tool
+from heuresis_env.env.toolbox.state import EpisodeState
+from heuresis_env.errors import HeuresisError
+from heuresis_env.evidence import FEATURE_NAMES, PairEvidence, unordered_pairs
+from heuresis_env.graphs import EdgeMark
+
+NONE, TAIL, ARROW = int(EdgeMark.NONE), int(EdgeMark.TAIL), int(EdgeMark.ARROW)
+_KCI_COLUMN = FEATURE_NAMES.index("kci_p_at_deleting_set")
+_GUIDED_COLUMN = FEATURE_NAMES.index("kci_deletion_p")
+
+
+@dataclass(frozen=True)
+class RLAction:
+    """One entry of the RL view's action table: an operation on variables i and j (−1: none)."""
+
+    index: int
+    operation: str
+    tool: str
+    i: int
+    j: int
+
+
+def rl_action_table(d: int, tools: Iterable[Tool] | None = None) -> tuple[RLAction, ...]:
+    """Derive the discrete action table from the tools' :class:`RLSpec`.
+
+    Operations appear in :data:`RL_OPERATIONS` order; within one, unordered pairs run
+    (0,1), (0,2), …, (d−2,d−1) and ordered pairs row by row. Each operation must be provided
+    by exactly one tool.
+    """
+    if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 2:
+        raise HeuresisError(f"the RL action table needs d ≥ 2 variables, got {d!r}")
+    tools = list(TOOLS.values()) if tools is None else list(tools)
+    provider: dict[str, Tool] = {}
+    for tool in tools:
+        if tool.rl is None:
+            continue
+        if tool.rl.operation in provider:
+            raise HeuresisError(f"RL operation {tool.rl.operation!r} is provided by both "
+                                f"{provider[tool.rl.operation].name!r} and {tool.name!r}")
+        provider[tool.rl.operation] = tool
+    missing = [op for op in RL_OPERATIONS if op not in provider]
+    if missing:
+        raise HeuresisError(f"no tool provides the RL operation(s) {missing}")
+    table: list[RLAction] = []
+    for operation in RL_OPERATIONS:
+        tool = provider[operation]
+        if tool.rl.pairs == "unordered":
+            pairs = [(i, j) for i in range(d) for j in range(i + 1, d)]
+        elif tool.rl.pairs == "ordered":
+            pairs = [(i, j) for i in range(d) for j in range(d) if i != j]
+        else:
+            pairs = [(-1, -1)]
+        for i, j in pairs:
+            table.append(RLAction(len(table), operation, tool.name, i, j))
+    return tuple(table)
+
+
+@dataclass
+class RLOutcome:
+    """What one discrete action did (the environment turns it into reward and info)."""
+
+    operation: str
+    tool: str
+    i: int
+    j: int
+    error: str | None = None
+    submitted: bool = False
+    reward: float = 0.0
+    arguments: dict[str, Any] | None = None
+    diff: list[dict[str, Any]] = field(default_factory=list)
+    before: str | None = None
+
+
+def action_index(action: Any) -> int | None:
+    """An integer action (Python or NumPy integer, or a 0-d/1-element integer array)."""
+    if type(action) is int:
+        return action
+    if isinstance(action, np.integer):
+        return int(action)
+    if isinstance(action, np.ndarray) and action.size == 1 and action.dtype.kind in "iu":
+        return int(action.reshape(()))
+    return None
+
+
+def transitive_closure(directed: np.ndarray) -> np.ndarray:
+    """Reachability by directed paths of length ≥ 1 (float32 0/1 matrix, repeated squaring)."""
+    reach = directed.astype(np.float32)
+    for _ in range(max(1, int(directed.shape[0] - 1).bit_length())):
+        reach = np.minimum(reach + reach @ reach, 1.0)
+    return reach
+
+
+class RLInterface:
+    """Spaces, masks and the step kernel of the RL view for one (d, toolbox, target, guided)."""
+
+    def __init__(self, d: int, tools: Sequence[Tool], target: str, guided: bool):
+        self.d = d
+        self.target = target
+        self.guided = guided
+        self.table = rl_action_table(d, tools)
+        self.n_actions = len(self.table)
+        self._operation = [a.operation for a in self.table]
+        self._i = [a.i for a in self.table]
+        self._j = [a.j for a in self.table]
+        self._tools = {op: next(t for t in tools if t.rl is not None and t.rl.operation == op)
+                       for op in RL_OPERATIONS}
+        self._apply: dict[str, Callable] = {op: tool.rl.apply for op, tool in self._tools.items()
+                                            if tool.rl.apply is not None}
+        self._slices = {}
+        for op in RL_OPERATIONS:
+            rows = [a.index for a in self.table if a.operation == op]
+            self._slices[op] = slice(rows[0], rows[-1] + 1)
+        pairs = unordered_pairs(d)
+        self.n_pairs = len(pairs)
+        self._pair_i, self._pair_j = pairs[:, 0].copy(), pairs[:, 1].copy()
+        self._pair_row = np.full((d, d), -1, dtype=np.int64)
+        self._pair_row[self._pair_i, self._pair_j] = np.arange(self.n_pairs)
+        self._pair_row[self._pair_j, self._pair_i] = np.arange(self.n_pairs)
+        orient = self.table[self._slices["orient"]]
+        self._orient_i = np.array([a.i for a in orient], dtype=np.int64)
+        self._orient_j = np.array([a.j for a in orient], dtype=np.int64)
+        # flat indices into a d × d matrix, so each mask part is one gather
+        self._pair_flat = self._pair_i * d + self._pair_j
+        self._orient_flat = self._orient_i * d + self._orient_j
+        self._orient_flat_back = self._orient_j * d + self._orient_i
+        n_features = len(FEATURE_NAMES)
+        self.action_space = spaces.Discrete(self.n_actions)
+        self.n_features = n_features
+        self.observation_space = spaces.Dict({
+            "adjacency": spaces.MultiBinary(d * d),
+            "evidence": spaces.Box(-1.0, 1.0, (self.n_pairs * n_features,), np.float32),
+            "evidence_available": spaces.MultiBinary(self.n_pairs * n_features),
+            "budget_left": spaces.Box(0.0, 1.0, (1,), np.float32),
+        })
+        self._mask: np.ndarray | None = None
+        self._prepared: dict[str, tuple] = {}  # per instance: the observation's static part
+
+    # ---- episode start ------------------------------------------------------------------
+    def start(self, state: EpisodeState, evidence: PairEvidence,
+              referee: dict[str, Callable], shaped: bool) -> None:
+        prepared = self._prepared.get(evidence.sha256)
+        if prepared is None or prepared[0] is not evidence:
+            values = evidence.feature_matrix()
+            available = ~np.isnan(values)
+            if not self.guided:
+                available[:, _GUIDED_COLUMN] = False
+            kci_values = np.clip(np.nan_to_num(values[:, _KCI_COLUMN]), 0.0, 1.0)
+            kci_available = available[:, _KCI_COLUMN].copy()
+            available[:, _KCI_COLUMN] = False
+            values = np.where(available, np.clip(np.nan_to_num(values), -1, 1), 0.0)
+            prepared = (evidence, values.astype(np.float32), available.astype(np.int8),
+                        kci_values, kci_available)
+            if len(self._prepared) > 64:
+                self._prepared.clear()
+            self._prepared[evidence.sha256] = prepared
+        _, values, available, self._kci_values, self._kci_available = prepared
+        self._values = values.copy()
+        self._available = available.copy()
+        self._tested = np.zeros(self.n_pairs, dtype=bool)
+        self._evidence = evidence
+        self._mask = None
+        self._reach = None  # reachability of the directed part, kept up to date when cheap
+        self._shaped = shaped
+        if shaped:
+            self._f1_from_counts = referee["f1_from_counts"]
+            self._is_true_pair = referee["is_true_pair"]
+            _, self._true_positives, self._n_predicted = referee["f1_of_marks"](
+                state.working_graph.marks)
+
+    # ---- observations and masks ------------------------------------------------------------
+    def observation(self, state: EpisodeState, steps_left: int, max_steps: int) -> dict:
+        marks = state.working_graph.marks
+        return {
+            "adjacency": (marks.T == TAIL).astype(np.int8).reshape(-1),
+            "evidence": self._values.reshape(-1).copy(),
+            "evidence_available": self._available.reshape(-1).copy(),
+            "budget_left": np.array([max(steps_left, 0) / max_steps], dtype=np.float32),
+        }
+
+    def unflatten(self, observation: dict) -> dict:
+        """Matrix views of an observation: adjacency (d, d), evidence (p, 7), availability."""
+        return {
+            "adjacency": np.asarray(observation["adjacency"]).reshape(self.d, self.d),
+            "evidence": np.asarray(observation["evidence"]).reshape(self.n_pairs,
+                                                                    self.n_features),
+            "evidence_available": np.asarray(observation["evidence_available"]).reshape(
+                self.n_pairs, self.n_features),
+            "budget_left": np.asarray(observation["budget_left"]),
+        }
+
+    def action_masks(self, state: EpisodeState) -> np.ndarray:
+        if self._mask is None:
+            self._mask = self._compute_mask(state.working_graph.marks)
+        return self._mask.copy()
+
+    def _compute_mask(self, marks: np.ndarray) -> np.ndarray:
+        mask = np.empty(self.n_actions, dtype=bool)
+        flat = marks.reshape(-1)
+        adjacent = flat[self._pair_flat] != NONE
+        mask[self._slices["add"]] = ~adjacent
+        mask[self._slices["remove"]] = adjacent
+        forward = flat[self._orient_flat]
+        backward = flat[self._orient_flat_back]
+        valid = (forward != NONE) & ~((forward == ARROW) & (backward == TAIL))
+        if self.target in ACYCLIC_TARGETS:
+            directed = (marks == ARROW) & (marks.T == TAIL)
+            if directed.any():
+                if self._reach is None:
+                    self._reach = transitive_closure(directed)
+                reach = self._reach
+                # reversing j -> i closes a cycle iff another path j -> c ~> i exists;
+                # orienting any other edge i - j closes one iff j ~> i already
+                via_other = (directed.astype(np.float32) @ reach).reshape(-1)
+                back_flat = self._orient_flat_back
+                is_reversal = directed.reshape(-1)[back_flat]
+                closes = np.where(is_reversal, via_other[back_flat],
+                                  reach.reshape(-1)[back_flat]) > 0
+                valid &= ~closes
+        mask[self._slices["orient"]] = valid
+        mask[self._slices["test"]] = ~self._tested
+        mask[self._slices["submit"]] = True
+        return mask
+
+    # ---- one action ----------------------------------------------------------------------------
+    def execute(self, state: EpisodeState, action: Any, record: bool = False) -> RLOutcome:
+        index = action_index(action)
+        if index is None:
+            return RLOutcome("invalid", "", -1, -1, error=(
+                f"an RL action is an integer in 0..{self.n_actions - 1}, got {action!r}"[:300]))
+        if not 0 <= index < self.n_actions:
+            return RLOutcome("invalid", "", -1, -1, error=(
+                f"RL action {index} is out of range 0..{self.n_actions - 1}"))
+        operation, i, j = self._operation[index], self._i[index], self._j[index]
+        outcome = RLOutcome(operation, self._tools[operation].name, i, j)
+        if record:
+            outcome.arguments = self._tools[operation].rl.make_args(state, i, j)
+            if i >= 0:
+                outcome.before = state.edge_text(i, j)
+        if operation == "submit":
+            outcome.submitted = True
+        elif operation == "test":
+            row = self._pair_row[i, j]
+            if self._kci_available[row]:
+                self._values[row, _KCI_COLUMN] = self._kci_values[row]
+                self._available[row, _KCI_COLUMN] = 1
+            if not self._tested[row]:
+                self._tested[row] = True
+                if self._mask is not None:
+                    self._mask[self._slices["test"].start + row] = False
+        else:
+            marks = state.working_graph.marks
+            was_adjacent = marks[i, j] != NONE
+            forward_before, backward_before = marks[i, j], marks[j, i]
+            outcome.error = self._apply[operation](state, i, j)
+            if outcome.error is None:
+                self._mask = None
+                if self._reach is not None:
+                    self._update_reach(i, j, forward_before, backward_before, marks)
+                now_adjacent = marks[i, j] != NONE
+                if self._shaped and was_adjacent != now_adjacent:
+                    old = self._f1_from_counts(self._true_positives, self._n_predicted)
+                    step = 1 if now_adjacent else -1
+                    self._n_predicted += step
+                    if self._is_true_pair(i, j):
+                        self._true_positives += step
+                    outcome.reward = self._f1_from_counts(
+                        self._true_positives, self._n_predicted) - old
+                if record:
+                    outcome.diff = [{"pair": [state.names[i], state.names[j]],
+                                     "before": outcome.before, "after": state.edge_text(i, j)}]
+        return outcome
+
+    def _update_reach(self, i: int, j: int, forward_before: int, backward_before: int,
+                      marks: np.ndarray) -> None:
+        """Keep the reachability matrix after an edit of pair (i, j), or drop it.
+
+        A new directed edge u → v only adds paths: every ancestor of u (and u) now reaches
+        every descendant of v (and v). Losing a directed edge can cut paths, so the matrix is
+        recomputed at the next mask.
+        """
+        def arrow(a: int, b: int) -> bool:  # a → b, given the marks at b's and a's ends
+            return a == ARROW and b == TAIL
+
+        before = (arrow(forward_before, backward_before), arrow(backward_before, forward_before))
+        after = (arrow(marks[i, j], marks[j, i]), arrow(marks[j, i], marks[i, j]))
+        if before == after:
+            return
+        if before[0] or before[1]:
+            self._reach = None
+            return
+        u, v = (i, j) if after[0] else (j, i)
+        reach = self._reach
+        sources = reach[:, u].copy()
+        sources[u] = 1.0
+        targets = reach[v, :].copy()
+        targets[v] = 1.0
+        np.maximum(reach, np.multiply.outer(sources, targets), out=reach)
+
+    def describe(self, state: EpisodeState, outcome: RLOutcome) -> str:
+        """The text a text-view agent would read for this action (for traces and ansi)."""
+        if outcome.error is not None:
+            return f"Error: {outcome.error}"
+        names = state.names
+        if outcome.operation == "submit":
+            return (f"Submitted the working graph: {graph_summary(state.working_graph)}. "
+                    "The episode is over.")
+        x, y = names[outcome.i], names[outcome.j]
+        if outcome.operation == "test":
+            row = self._pair_row[outcome.i, outcome.j]
+            given = [names[k] for k in self._evidence.kci_conditioning_sets[row]]
+            condition = f" | {{{', '.join(given)}}}" if given else ""
+            return (f"{x} _||_ {y}{condition} by kci: p-value "
+                    f"{self._evidence.kci_p_at_deleting_set[row]:.4g}.")
+        edge = state.edge_text(outcome.i, outcome.j)
+        verb = {"add": f"Added {edge}.", "remove": f"Removed the edge between {x} and {y}.",
+                "orient": f"Oriented the edge as {edge}."}[outcome.operation]
+        return f"{verb} The working graph has {graph_summary(state.working_graph)}."

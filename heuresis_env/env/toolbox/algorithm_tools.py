@@ -1,0 +1,233 @@
+"""Graph-level tools: reference algorithms (full or partial graphs), bootstrap stability,
+pairwise orientation probes, and the guided condition's deletion log.
+
+``run_algorithm`` is seeded per instance, so the same call returns the same graph in any
+episode and its result is cached on disk across episodes and processes; ``stability`` and
+``orientation_probe`` draw from the generator of the call (instance seed + call number).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from pydantic import Field
+
+from heuresis_env.cache import ResultCache, stable_hash
+from heuresis_env.discovery.algorithms import (
+    available_algorithms,
+    cached_run_algorithm,
+    get_algorithm,
+    run_algorithm,
+)
+from heuresis_env.discovery.orientation import orientation_probe
+from heuresis_env.env.toolbox.graph_tools import GraphName, graph_summary, save_to_memory
+from heuresis_env.env.toolbox.registry import (
+    NoArgs,
+    Params,
+    Tool,
+    ToolArgs,
+    ToolResult,
+    VariableList,
+    VariableName,
+    register_tool,
+)
+from heuresis_env.env.toolbox.state import EpisodeState
+from heuresis_env.errors import HeuresisError
+from heuresis_env.evidence import bootstrap_edge_frequencies
+from heuresis_env.seeding import MAX_INT31, int31_seed
+
+#: bump when the stability tool's cached output changes meaning
+TOOL_CACHE_VERSION = 1
+#: most bootstrap resamples one stability call may run
+MAX_BOOTSTRAPS = 200
+#: frequencies below this are left out of the stability text (kept in the data)
+STABILITY_TEXT_FLOOR = 0.05
+
+_ALGORITHM_HELP = ("a reference algorithm: " + ", ".join(available_algorithms())
+                   + " (see the toolbox reference for each one's parameters)")
+
+
+class RunAlgorithmArgs(ToolArgs):
+    name: str = Field(max_length=64, description=_ALGORITHM_HELP)
+    params: Params = Field(default_factory=dict,
+                           description="parameters overriding the defaults, e.g. {\"alpha\": 0.01}")
+    variables: VariableList | None = Field(
+        None, description="run on these variables only (a partial graph); default: all")
+    save_as: GraphName | None = Field(
+        None, description="also save the output graph in the graph memory under this name")
+
+
+class StabilityArgs(ToolArgs):
+    name: str = Field("pc-fisherz", max_length=64, description=_ALGORITHM_HELP)
+    n_boot: int = Field(20, ge=1, le=MAX_BOOTSTRAPS, description="bootstrap resamples")
+    frac: float = Field(1.0, gt=0, le=1,
+                        description="resample size as a fraction of n (rows drawn with "
+                                    "replacement)")
+    params: Params = Field(default_factory=dict, description="the algorithm's parameters")
+    variables: VariableList | None = Field(None, description="a subset of variables")
+
+
+class PairProbeArgs(ToolArgs):
+    x: VariableName
+    y: VariableName
+
+
+def _format_params(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in params.items()) or "no parameters"
+
+
+def _run_algorithm(state: EpisodeState, args: RunAlgorithmArgs) -> ToolResult:
+    get_algorithm(args.name)  # unknown names list the known ones
+    variables = None if args.variables is None else list(args.variables)
+    if variables is not None:
+        state.variables(variables)
+    result = cached_run_algorithm(args.name, state.data, state.names, state.sha256,
+                                  dict(args.params), variables, int31_seed(state.sha256))
+    scope = (f"all {state.d} variables" if variables is None else
+             f"{len(variables)} variables ({', '.join(variables)}; a partial graph: the other "
+             "variables are left out, so an edge may stand for a path through them)")
+    data = {"algorithm": args.name, "params": result.params, "variables": list(result.variables),
+            "graph_type": result.graph_type, "runtime_seconds": result.runtime_seconds}
+    if not result.ok:
+        return ToolResult.failure(f"{args.name} failed on {scope}: {result.error}", data)
+    graph = result.full_graph(state.names)
+    lines = [f"{args.name} ({_format_params(result.params)}) on {scope} returned a "
+             f"{result.graph_type} with {graph_summary(graph)}:", graph.to_text()]
+    if args.save_as is not None:
+        note = save_to_memory(state, args.save_as, graph)
+        lines.append(f"Output {note} in the graph memory as {args.save_as!r}.")
+    warnings = result.extras.get("warnings") if isinstance(result.extras, dict) else None
+    if warnings:
+        lines.append(f"Warnings: {'; '.join(str(w) for w in warnings[:3])}")
+    data["graph"] = graph.to_dict()
+    return ToolResult(text="\n".join(lines), data=data)
+
+
+def _stability(state: EpisodeState, args: StabilityArgs) -> ToolResult:
+
+    spec = get_algorithm(args.name)
+    params = spec.merged_params(args.params)  # bad parameters fail before any resample
+    variables = list(state.names) if args.variables is None else list(args.variables)
+    columns = state.variables(variables)
+    if len(columns) < 2:
+        raise HeuresisError("stability needs at least 2 variables")
+    seed = state.call_seed()
+    key = stable_hash({"sha256": state.sha256, "algorithm": args.name, "params": params,
+                       "variables": variables, "n_boot": args.n_boot, "frac": args.frac,
+                       "seed": seed, "version": TOOL_CACHE_VERSION})
+    store = ResultCache("tool-stability")
+    cached = store.get(key)
+    if cached is None:
+        rng = np.random.default_rng(seed)
+        failures: list[str] = []
+
+        def run(sample: np.ndarray):
+            result = run_algorithm(args.name, sample, variables, params=params,
+                                   seed=int(rng.integers(0, MAX_INT31)))
+            if not result.ok:
+                failures.append(str(result.error))
+            return result.graph
+
+        adjacency, directed, successes = bootstrap_edge_frequencies(
+            state.data[:, columns], args.n_boot, args.frac, rng, run)
+        cached = (adjacency, directed, successes, failures[:3])
+        store.set(key, cached)
+    adjacency, directed, successes, failures = cached
+    if successes == 0:
+        return ToolResult.failure(f"{args.name} failed on every resample: {failures[0]}")
+    rows = []
+    k = len(variables)
+    for a in range(k):
+        for b in range(a + 1, k):
+            if adjacency[a, b] >= STABILITY_TEXT_FLOOR:
+                rows.append((adjacency[a, b], a, b))
+    rows.sort(key=lambda r: (-r[0], r[1], r[2]))
+    lines = [f"Bootstrap stability of {args.name} ({_format_params(params)}): {successes} of "
+             f"{args.n_boot} resamples of {max(10, round(args.frac * state.n))} rows "
+             "(with replacement) succeeded. Adjacency frequency, then how often each "
+             "direction was output:"]
+    for frequency, a, b in rows:
+        lines.append(f"{variables[a]} - {variables[b]}: {frequency:.2f} "
+                     f"({variables[a]} --> {variables[b]} {directed[a, b]:.2f}, "
+                     f"{variables[b]} --> {variables[a]} {directed[b, a]:.2f})")
+    if not rows:
+        lines.append("(no pair adjacent in 5% or more of the resamples)")
+    if successes < args.n_boot:
+        lines.append(f"{args.n_boot - successes} resamples failed, e.g. {failures[0]}")
+    return ToolResult(text="\n".join(lines), data={
+        "variables": variables, "adjacency_frequency": np.round(adjacency, 6).tolist(),
+        "directed_frequency": np.round(directed, 6).tolist(), "successes": successes})
+
+
+def _orientation_probe(state: EpisodeState, args: PairProbeArgs) -> ToolResult:
+
+    i, j = state.variable(args.x), state.variable(args.y)
+    if i == j:
+        raise HeuresisError(f"x and y must differ, got {args.x!r} twice")
+    probe = orientation_probe(state.data[:, i], state.data[:, j], state.rng())
+    anm, lingam = probe["anm"], probe["pairwise_lingam"]
+    x, y = args.x, args.y
+
+    def named(direction: str | None) -> str:
+        if direction is None:
+            return "undecided"
+        return f"{x} --> {y}" if direction == "x->y" else f"{y} --> {x}"
+
+    text = "\n".join([
+        f"Direction evidence for {x} - {y} (bivariate: other variables are ignored, so a "
+        f"confounded pair or one with several causes can mislead both probes). Pearson r "
+        f"{probe['pearson_r']:+.3f}, n = {probe['n']}.",
+        f"Additive-noise model ({anm['regressor']} regression, HSIC test of residual vs "
+        f"cause): p-value for {x} --> {y} {anm['p_value_x_to_y']:.4g}, for {y} --> {x} "
+        f"{anm['p_value_y_to_x']:.4g} (a larger p-value fits better) -> {named(anm['direction'])}.",
+        f"Pairwise LiNGAM likelihood ratio (positive favours {x} --> {y}; about 0 for "
+        f"Gaussian data): entropy {lingam['entropy']:+.4f}, tanh {lingam['tanh']:+.4f}, "
+        f"skew {lingam['skew']:+.4f} -> {named(lingam['direction'])}.",
+    ])
+    return ToolResult(text=text, data=probe)
+
+
+def _deletion_log(state: EpisodeState, args: NoArgs) -> ToolResult:
+    seed = state.evidence.guided_start()
+    log = seed.deletion_log
+    n_pairs = state.d * (state.d - 1) // 2
+    lines = [f"Deletion log of PC with {seed.ci_test} (alpha = {seed.alpha}), the starting "
+             f"graph of this episode: {len(log)} of {n_pairs} pairs deleted after "
+             f"{seed.n_tests} tests. PC deletes a pair at the first conditioning set whose "
+             "test gives p > alpha, and never revisits it.",
+             "order  pair             conditioning set            p-value   statistic"]
+    for deletion in log:
+        pair = f"{deletion.x} - {deletion.y}"
+        given = "{" + ", ".join(deletion.conditioning_set) + "}"
+        lines.append(f"{deletion.order:>5}  {pair:<16} {given:<27} {deletion.p_value:>8.4g}"
+                     f"  {deletion.statistic:>10.4g}")
+    return ToolResult(text="\n".join(lines), data={
+        "ci_test": seed.ci_test, "alpha": seed.alpha, "n_tests": seed.n_tests,
+        "deletions": [deletion.to_dict() for deletion in log]})
+
+
+register_tool(Tool(
+    name="run_algorithm",
+    description="Run a reference causal-discovery algorithm (PC with Fisher-z or KCI, GES, "
+                "FCI, DirectLiNGAM, ANM, NOTEARS, NOTEARS-MLP, GRaSP, BOSS) on all variables "
+                "or on a subset (a partial graph), and show its output graph. The working "
+                "graph is not changed; use save_as and load_graph, or edit it yourself.",
+    args_model=RunAlgorithmArgs, run=_run_algorithm, category="algorithm"))
+register_tool(Tool(
+    name="stability",
+    description="Bootstrap stability of an algorithm: how often each pair is adjacent (and "
+                "each direction is output) over resamples of the rows.",
+    args_model=StabilityArgs, run=_stability, category="algorithm", minimal=False,
+    random=True))
+register_tool(Tool(
+    name="orientation_probe",
+    description="Pairwise direction evidence for x and y: an additive-noise model fitted "
+                "both ways with HSIC tests, and pairwise LiNGAM likelihood ratios.",
+    args_model=PairProbeArgs, run=_orientation_probe, category="algorithm", minimal=False,
+    random=True))
+register_tool(Tool(
+    name="deletion_log",
+    description="The deletion log of PC-KCI, whose output is the starting graph of a guided "
+                "episode: every deleted pair with its conditioning set, p-value and statistic.",
+    args_model=NoArgs, run=_deletion_log, category="algorithm", guided_only=True))

@@ -1,0 +1,115 @@
+"""Variable-level tools: describe the data, and (conditional) independence tests."""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import Field
+from scipy import stats
+
+from heuresis_env.env.toolbox.registry import (
+    NoArgs,
+    RLSpec,
+    Tool,
+    ToolArgs,
+    ToolResult,
+    VariableList,
+    VariableName,
+    register_tool,
+)
+from heuresis_env.env.toolbox.state import EpisodeState
+from heuresis_env.errors import HeuresisError
+
+#: strongest pairs listed by describe_data
+TOP_PAIRS = 10
+#: level at which ci_test states a decision (the p-value is always given)
+REPORT_ALPHA = 0.05
+
+
+class CITestArgs(ToolArgs):
+    x: VariableName
+    y: VariableName
+    given: VariableList = Field(default_factory=list,
+                                description="the conditioning set (empty: marginal test)")
+    method: str = Field("fisherz", max_length=32, description=(
+        "fisherz (partial correlation), kci (kernel CI test), rcit / rcot (fast random-"
+        "feature kernel tests), dcor (distance correlation)"))
+
+
+def _describe_data(state: EpisodeState, args: NoArgs) -> ToolResult:
+    data = state.data
+    n, d = data.shape
+    skewness = stats.skew(data, axis=0)
+    kurtosis = stats.kurtosis(data, axis=0)
+    normality = np.array([stats.normaltest(data[:, k]).pvalue for k in range(d)])
+    correlation = np.corrcoef(data, rowvar=False)
+    upper = np.triu_indices(d, k=1)
+    magnitudes = np.abs(correlation[upper])
+    order = np.argsort(-magnitudes, kind="stable")[:TOP_PAIRS]
+
+    width = max(6, max(len(name) for name in state.names))
+    lines = [f"Data: {n} rows, {d} columns ({', '.join(state.names)}). Every column is "
+             "standardized (mean 0, sd 1); names and column order carry no information.",
+             "",
+             f"{'column':<{width}}  {'mean':>6} {'sd':>5} {'skew':>6} {'ex.kurt':>7} "
+             f"{'normal_p':>8} {'min':>6} {'max':>6}"]
+    columns = {}
+    for k, name in enumerate(state.names):
+        column = data[:, k]
+        row = {"mean": float(column.mean()), "sd": float(column.std()),
+               "skewness": float(skewness[k]), "excess_kurtosis": float(kurtosis[k]),
+               "normality_p": float(normality[k]), "min": float(column.min()),
+               "max": float(column.max())}
+        columns[name] = row
+        lines.append(f"{name:<{width}}  {row['mean']:>6.2f} {row['sd']:>5.2f} "
+                     f"{row['skewness']:>6.2f} {row['excess_kurtosis']:>7.2f} "
+                     f"{row['normality_p']:>8.3g} {row['min']:>6.2f} {row['max']:>6.2f}")
+    lines += ["", "normal_p: D'Agostino-Pearson test of normality (small: non-Gaussian).",
+              f"Marginal |Pearson r| over {len(magnitudes)} pairs: median "
+              f"{np.median(magnitudes):.3f}, {int(np.sum(magnitudes > 0.3))} above 0.3, "
+              f"{int(np.sum(magnitudes > 0.1))} above 0.1.",
+              "Strongest pairs: " + ", ".join(
+                  f"{state.names[upper[0][k]]}-{state.names[upper[1][k]]} "
+                  f"{correlation[upper[0][k], upper[1][k]]:+.3f}" for k in order)]
+    return ToolResult(text="\n".join(lines), data={
+        "n": n, "d": d, "columns": columns, "correlation": correlation.round(6).tolist()})
+
+
+def _ci_test(state: EpisodeState, args: CITestArgs) -> ToolResult:
+    i, j = state.variable(args.x), state.variable(args.y)
+    if i == j:
+        raise HeuresisError(f"x and y must differ, got {args.x!r} twice")
+    given = state.variables(args.given)
+    if i in given or j in given:
+        raise HeuresisError(f"the conditioning set {list(args.given)} contains x or y")
+    result = state.ci_test(args.method).test(i, j, given)
+    condition = f" | {{{', '.join(args.given)}}}" if args.given else ""
+    decision = ("independence rejected" if result.p_value <= REPORT_ALPHA
+                else "independence not rejected")
+    text = (f"{args.x} _||_ {args.y}{condition} by {args.method}: statistic "
+            f"{result.statistic:.4g}, p-value {result.p_value:.4g} ({decision} at alpha = "
+            f"{REPORT_ALPHA}).")
+    return ToolResult(text=text, data={
+        "x": args.x, "y": args.y, "given": list(args.given), "method": args.method,
+        "statistic": result.statistic, "p_value": result.p_value})
+
+
+def _rl_test_args(state: EpisodeState, i: int, j: int) -> dict:
+    """The RL view's test on a pair: KCI at the set where PC-Fisher-z deleted it (or ∅)."""
+    evidence = state.evidence.pair_evidence()
+    conditioning = evidence.kci_conditioning_sets[evidence.pair_index(i, j)]
+    return {"x": state.names[i], "y": state.names[j],
+            "given": [state.names[k] for k in conditioning], "method": "kci"}
+
+
+register_tool(Tool(
+    name="describe_data",
+    description="Summarize the data: per-column moments and normality tests, and the "
+                "marginal correlations (their summary and the strongest pairs).",
+    args_model=NoArgs, run=_describe_data, category="data"))
+register_tool(Tool(
+    name="ci_test",
+    description="Test whether x and y are independent given a set of variables: returns the "
+                "statistic and p-value of the chosen test (Fisher-z, KCI, RCIT, RCoT, "
+                "distance correlation). A small p-value is evidence of dependence.",
+    args_model=CITestArgs, run=_ci_test, category="data",
+    rl=RLSpec("test", "unordered", make_args=_rl_test_args)))

@@ -1,0 +1,395 @@
+"""The one tool registry: every tool's name, typed arguments, result, and RL action template.
+
+A :class:`Tool` is defined once and serves three consumers:
+
+- the text view, which parses a JSON action ``{"tool": NAME, "args": {...}}`` into the tool's
+  pydantic argument model (:func:`parse_action`) and runs it;
+- language-model harnesses, which read the JSON schemas :func:`tool_schemas` exports for
+  function calling (the same pydantic models, so validation and schema cannot drift apart);
+- the RL view, whose discrete action table
+  (:func:`heuresis_env.env.rl_view.rl_action_table`) is derived from the tools that declare
+  an :class:`RLSpec` (pair × {add, remove, orient, test} + submit).
+
+Parsing never raises anything but :class:`ActionError`, whose message says what was wrong and
+how to write the action instead; the environment turns it into an error observation.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any
+
+import numpy as np
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+
+from heuresis_env.errors import HeuresisError, UnknownNameError
+
+if TYPE_CHECKING:
+    from heuresis_env.env.toolbox.state import EpisodeState
+
+#: the longest action (a JSON string, or a dict once serialized) the parser accepts
+MAX_ACTION_CHARS = 16_384
+#: the longest variable name an argument may carry
+MAX_NAME_CHARS = 64
+#: the most entries any list argument may carry (variables, edges, evidence ids)
+MAX_LIST_ITEMS = 512
+
+TOOLBOXES = ("full", "minimal")
+#: the operations of the RL view's discrete action table, in table order
+RL_OPERATIONS = ("add", "remove", "orient", "test", "submit")
+#: how an RL operation ranges over variables: unordered pairs i < j, ordered pairs i ≠ j, or once
+RL_PAIR_KINDS = ("unordered", "ordered", "none")
+#: tool categories, in the order the reference and the task statement list them
+CATEGORIES = (
+    "data",        # variable level: describe the data, (conditional) independence tests
+    "algorithm",   # graph level: reference algorithms, stability, orientation, deletion log
+    "code",        # sandboxed Python over the data
+    "graph edit",  # edit the working graph, submit it
+    "memory",      # named graphs
+    "query",       # edge level: direct cause, collider, confounder on a graph
+    "effect",      # effect level: average treatment effects
+)
+
+
+class ActionError(HeuresisError):
+    """An action the environment cannot run: bad JSON, an unknown tool, bad arguments."""
+
+
+# ---- argument models ------------------------------------------------------------------------
+
+def _single_to_list(value: Any) -> Any:
+    """Accept one name where a list of names is expected ("X3" means ["X3"])."""
+    return [value] if isinstance(value, str) else value
+
+
+VariableName = Annotated[
+    str, Field(min_length=1, max_length=MAX_NAME_CHARS, description="a column name, e.g. X3")
+]
+VariableList = Annotated[
+    list[VariableName],
+    BeforeValidator(_single_to_list),
+    Field(max_length=MAX_LIST_ITEMS),
+]
+EvidenceIds = Annotated[
+    list[Annotated[int, Field(ge=0)]],
+    Field(max_length=64, description=(
+        "step numbers of the earlier tool calls that justify this edit (recorded in the trace; "
+        "default: the calls since the last edit of this pair)")),
+]
+ParamValue = int | float | str | bool | None
+Params = Annotated[dict[Annotated[str, Field(max_length=64)], ParamValue], Field(max_length=32)]
+
+
+class ToolArgs(BaseModel):
+    """Base of every tool's arguments: unknown keys are errors, values are frozen."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NoArgs(ToolArgs):
+    """A tool without arguments."""
+
+
+class EditArgs(ToolArgs):
+    """Base of the graph edits; each declares ``evidence: EvidenceIds`` as its last field
+    (declared there rather than here so that it comes last in signatures and schemas)."""
+
+
+# ---- tools and results ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool returns: text for the agent, structured data, and an error if it failed.
+
+    ``submitted`` is set only by ``submit``. A result with ``error`` leaves the working graph
+    as it was (the environment restores it).
+    """
+
+    text: str
+    data: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    submitted: bool = False
+
+    @classmethod
+    def failure(cls, message: str, data: dict[str, Any] | None = None) -> ToolResult:
+        return cls(text=f"Error: {message}", data=data or {}, error=message)
+
+
+@dataclass(frozen=True)
+class RLSpec:
+    """How a tool appears in the RL view's discrete action table.
+
+    ``make_args(state, i, j)`` gives the text-view arguments of the action on pair (i, j), so
+    an RL action is always the same as one text-view tool call. ``apply(state, i, j)`` is the
+    allocation-free index kernel the RL view runs instead of parsing those arguments (it
+    returns an error message or None); operations without ``apply`` (test, submit) are served
+    by the RL view from the cached evidence or end the episode.
+    """
+
+    operation: str
+    pairs: str
+    make_args: Callable[[EpisodeState, int, int], dict[str, Any]]
+    apply: Callable[[EpisodeState, int, int], str | None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.operation not in RL_OPERATIONS:
+            raise UnknownNameError("RL operation", self.operation, RL_OPERATIONS)
+        if self.pairs not in RL_PAIR_KINDS:
+            raise UnknownNameError("RL pair kind", self.pairs, RL_PAIR_KINDS)
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One tool: name, description, argument model, run function, and where it is offered.
+
+    ``minimal`` tools are part of the minimal toolbox (the full toolbox has every tool);
+    ``guided_only`` tools exist only in the guided condition; ``edits_graph`` tools may change
+    the working graph (the trace links them to evidence); ``random`` tools draw from a
+    generator derived from the instance seed and the call number.
+    """
+
+    name: str
+    description: str
+    args_model: type[ToolArgs]
+    run: Callable[[EpisodeState, Any], ToolResult]
+    category: str
+    minimal: bool = True
+    guided_only: bool = False
+    edits_graph: bool = False
+    random: bool = False
+    rl: RLSpec | None = None
+
+    def __post_init__(self) -> None:
+        if not self.name.isidentifier():
+            raise HeuresisError(f"tool name {self.name!r} must be an identifier")
+        if self.category not in CATEGORIES:
+            raise UnknownNameError("tool category", self.category, CATEGORIES)
+        if not (isinstance(self.args_model, type) and issubclass(self.args_model, ToolArgs)):
+            raise HeuresisError(f"tool {self.name!r}: args_model must subclass ToolArgs")
+
+    @property
+    def summary(self) -> str:
+        """The description's first sentence (one line in the task statement)."""
+        first = re.split(r"(?<=[A-Za-z0-9)\]])\. ", self.description.strip())[0].strip()
+        return first if first.endswith((".", "?", "!")) else first + "."
+
+    def parameters_schema(self) -> dict[str, Any]:
+        """The JSON schema of the arguments (pydantic's, without the noise of titles)."""
+        return _strip_titles(self.args_model.model_json_schema())
+
+    def signature(self) -> str:
+        """``name(arg, arg=default, ...)`` as a newcomer reads it."""
+        parts = []
+        for arg_name, info in self.args_model.model_fields.items():
+            if info.is_required():
+                parts.append(arg_name)
+            else:
+                default = info.get_default(call_default_factory=True)
+                parts.append(f"{arg_name}={json.dumps(default)}")
+        return f"{self.name}({', '.join(parts)})"
+
+    def unavailable_reason(self, toolbox: str, guided: bool) -> str | None:
+        """Why the tool is not offered in this configuration, or None when it is."""
+        if self.guided_only and not guided:
+            return f"{self.name} is available only in the guided condition (guided=True)"
+        if toolbox == "minimal" and not self.minimal:
+            return f"{self.name} is not in the minimal toolbox (toolbox='full' has it)"
+        return None
+
+
+def _strip_titles(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {k: _strip_titles(v) for k, v in schema.items()
+                if not (k == "title" and isinstance(v, str))}
+    if isinstance(schema, list):
+        return [_strip_titles(v) for v in schema]
+    return schema
+
+
+#: name → tool, in registration order (the order of the reference and the task statement)
+TOOLS: dict[str, Tool] = {}
+
+
+def register_tool(tool: Tool, *, replace: bool = False) -> Tool:
+    """Add a tool to the registry; a second tool of the same name needs ``replace=True``."""
+    if not isinstance(tool, Tool):
+        raise HeuresisError(f"register_tool takes a Tool, got {type(tool).__name__}")
+    if tool.name in TOOLS and not replace:
+        raise HeuresisError(f"a tool named {tool.name!r} is already registered; "
+                            "pass replace=True to replace it")
+    TOOLS[tool.name] = tool
+    return tool
+
+
+def get_tool(name: str) -> Tool:
+    try:
+        return TOOLS[name]
+    except KeyError:
+        raise UnknownNameError("tool", name, TOOLS) from None
+
+
+def check_configuration(toolbox: str, guided: bool) -> None:
+    if toolbox not in TOOLBOXES:
+        raise UnknownNameError("toolbox", toolbox, TOOLBOXES)
+    if not isinstance(guided, bool | np.bool_):
+        raise HeuresisError(f"guided must be True or False, got {guided!r}")
+
+
+def available_tools(toolbox: str = "full", guided: bool = False) -> list[Tool]:
+    """The tools offered in one configuration, grouped by category in registry order."""
+    check_configuration(toolbox, guided)
+    offered = [t for t in TOOLS.values() if t.unavailable_reason(toolbox, bool(guided)) is None]
+    return sorted(offered, key=lambda t: CATEGORIES.index(t.category))
+
+
+def tool_schemas(toolbox: str = "full", guided: bool = False,
+                 style: str = "openai") -> list[dict[str, Any]]:
+    """Function-calling schemas of the offered tools.
+
+    ``style="openai"``: ``{"type": "function", "function": {name, description, parameters}}``;
+    ``style="anthropic"``: ``{name, description, input_schema}``.
+    """
+    styles = ("openai", "anthropic")
+    if style not in styles:
+        raise UnknownNameError("schema style", style, styles)
+    out = []
+    for tool in available_tools(toolbox, guided):
+        parameters = tool.parameters_schema()
+        if style == "openai":
+            out.append({"type": "function", "function": {
+                "name": tool.name, "description": tool.description, "parameters": parameters}})
+        else:
+            out.append({"name": tool.name, "description": tool.description,
+                        "input_schema": parameters})
+    return out
+
+
+# ---- parsing actions --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ParsedAction:
+    """A validated action: the tool, its argument model, and the arguments as JSON."""
+
+    tool: Tool
+    args: ToolArgs
+    arguments: dict[str, Any]
+
+
+_ACTION_FORM = 'write an action as {"tool": NAME, "args": {...}}'
+
+
+def plain_values(value: Any, depth: int = 0) -> Any:
+    """NumPy scalars and arrays to Python values, so a Python agent may pass them."""
+    if depth > 32:
+        raise ActionError("the action is nested too deeply (more than 32 levels)")
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        if value.size > MAX_LIST_ITEMS:
+            raise ActionError(f"an array argument has {value.size} entries; "
+                              f"the limit is {MAX_LIST_ITEMS}")
+        return value.tolist()
+    if isinstance(value, Mapping):
+        return {k: plain_values(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain_values(v, depth + 1) for v in value]
+    return value
+
+
+def _decode(action: Any) -> dict[str, Any]:
+    """The action as a dict (from a JSON string or a mapping), size-checked."""
+    if isinstance(action, bytes):
+        try:
+            action = action.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ActionError(f"the action is not UTF-8 text; {_ACTION_FORM}") from None
+    if isinstance(action, str):
+        if len(action) > MAX_ACTION_CHARS:
+            raise ActionError(f"the action is {len(action)} characters long; the limit is "
+                              f"{MAX_ACTION_CHARS}. Split the work into smaller calls")
+        text = action.strip()
+        if text.startswith("```"):  # a fenced code block, as language models like to write
+            text = text.strip("`").strip()
+            if text.startswith("json"):
+                text = text[4:]
+        if not text:
+            raise ActionError(f"the action is empty; {_ACTION_FORM}")
+        try:
+            action = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ActionError(f"the action is not valid JSON ({exc.msg} at line {exc.lineno} "
+                              f"column {exc.colno}); {_ACTION_FORM}") from None
+        except RecursionError:
+            raise ActionError("the action is nested too deeply to parse") from None
+    elif isinstance(action, Mapping):
+        action = plain_values(action)
+        try:
+            size = len(json.dumps(action, allow_nan=True))
+        except (TypeError, ValueError) as exc:
+            raise ActionError(f"the action must hold only JSON values (strings, numbers, "
+                              f"lists, dicts): {exc}") from None
+        except RecursionError:
+            raise ActionError("the action is nested too deeply to serialize") from None
+        if size > MAX_ACTION_CHARS:
+            raise ActionError(f"the action is {size} characters long as JSON; the limit is "
+                              f"{MAX_ACTION_CHARS}. Split the work into smaller calls")
+    else:
+        raise ActionError(f"an action is a JSON string or a dict, got {type(action).__name__}; "
+                          f"{_ACTION_FORM}")
+    if not isinstance(action, dict):
+        raise ActionError(f"the action must be a JSON object, got a {type(action).__name__}; "
+                          f"{_ACTION_FORM}")
+    return action
+
+
+def _describe_validation(tool: Tool, exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors()[:5]:
+        location = ".".join(str(p) for p in error["loc"]) or "args"
+        message = error["msg"]
+        if error["type"] == "extra_forbidden":
+            message = "unexpected argument"
+        problems.append(f"{location}: {message}")
+    more = f" (and {exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
+    return (f"bad arguments for {tool.name}: {'; '.join(problems)}{more}. "
+            f"Usage: {tool.signature()}")
+
+
+def parse_action(action: Any, toolbox: str = "full", guided: bool = False) -> ParsedAction:
+    """Validate an action against the registry; raises :class:`ActionError` and nothing else."""
+    try:
+        decoded = _decode(action)
+        extra = sorted(str(k) for k in decoded if k not in ("tool", "args"))
+        if extra:
+            raise ActionError(f"unexpected key(s) {extra} in the action; {_ACTION_FORM}")
+        name = decoded.get("tool")
+        if not isinstance(name, str):
+            raise ActionError(f"the action needs a string 'tool'; {_ACTION_FORM}")
+        offered = [t.name for t in available_tools(toolbox, guided)]
+        tool = TOOLS.get(name)
+        if tool is None:
+            raise ActionError(str(UnknownNameError("tool", name[:MAX_NAME_CHARS], offered)))
+        reason = tool.unavailable_reason(toolbox, bool(guided))
+        if reason is not None:
+            raise ActionError(f"{reason}. Tools: {', '.join(offered)}")
+        args = decoded.get("args", {})
+        if args is None:
+            args = {}
+        if not isinstance(args, dict):
+            raise ActionError(f"'args' must be a JSON object, got a {type(args).__name__}. "
+                              f"Usage: {tool.signature()}")
+        try:
+            model = tool.args_model.model_validate(args)
+        except ValidationError as exc:
+            raise ActionError(_describe_validation(tool, exc)) from None
+        return ParsedAction(tool, model, model.model_dump(mode="json"))
+    except ActionError:
+        raise
+    except HeuresisError as exc:
+        raise ActionError(str(exc)) from None
+    except Exception as exc:  # noqa: BLE001 - the parser never raises anything else
+        raise ActionError(f"the action could not be read ({type(exc).__name__}: {exc}); "
+                          f"{_ACTION_FORM}") from None

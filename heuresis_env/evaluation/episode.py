@@ -1,0 +1,269 @@
+"""One episode under a run's settings: the task, the environment built from the settings alone,
+the policy driven to the end, and the result record.
+
+The runner owns the budgets: it builds every environment from the run's
+:class:`~heuresis_env.policy.EpisodeSettings` (never from the policy), hands the same settings
+to the policy through ``configure``, and refuses a policy that alters them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+
+from heuresis_env.env.core import HeuresisEnv
+from heuresis_env.errors import HeuresisError
+from heuresis_env.evaluation.policies import make_policy
+from heuresis_env.policy import EpisodeSettings, Policy
+from heuresis_env.registration import env_id, register_envs
+
+#: how long a policy may overrun the wall budget inside one ``reset``/``act`` call before the
+#: runner interrupts it and truncates the episode (the env itself checks after each step)
+WALL_GRACE_SECONDS = 5.0
+
+
+# ---- what is sent to a worker and what comes back ------------------------------------------
+
+@dataclass(frozen=True)
+class EpisodeTask:
+    """One episode to run: an instance of the split and a repeat number."""
+
+    episode_id: str
+    family: str
+    split: str
+    index: int
+    repeat: int
+    seed: int
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything a worker needs to build the policy and the environments of a run."""
+
+    policy: str
+    policy_options: dict[str, Any]
+    settings: EpisodeSettings
+    d: int
+    n: int
+    salt: str | None = field(default=None, repr=False)
+
+
+@dataclass
+class EpisodeOutcome:
+    """A finished episode: its result record (without file paths), trace text, transcript."""
+
+    record: dict[str, Any]
+    trace_text: str | None
+    transcript: Any = None
+
+
+# ---- one episode --------------------------------------------------------------------------------
+
+class _WallTimeExceeded(BaseException):  # noqa: N818 - a control-flow signal, not an error
+    """Raised inside a policy call that overran the wall budget (BaseException: a policy's
+    ``except Exception`` cannot swallow it)."""
+
+
+@contextmanager
+def _wall_guard(deadline: float | None) -> Iterator[None]:
+    """Interrupt the enclosed policy call at ``deadline`` (a ``perf_counter`` time).
+
+    Uses ``SIGALRM``, so it acts only in the main thread of a process with ``setitimer`` and
+    no timer of its own; elsewhere the env's check after each step is the only wall limit.
+    """
+    usable = (deadline is not None and hasattr(signal, "setitimer")
+              and threading.current_thread() is threading.main_thread()
+              and signal.getitimer(signal.ITIMER_REAL)[0] == 0)  # never displace a caller's
+    if not usable:
+        yield
+        return
+    remaining = deadline - time.perf_counter()
+    if remaining <= 0:
+        raise _WallTimeExceeded
+
+    def on_alarm(signum, frame):  # noqa: ARG001
+        raise _WallTimeExceeded
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, remaining)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def environment_kwargs(settings: EpisodeSettings, split: str, d: int, n: int,
+                       interface: str) -> dict[str, Any]:
+    """The environment's keyword arguments: all from the run's settings, none from a policy."""
+    return {"split": split, "guided": settings.guided, "max_steps": settings.max_steps,
+            "max_seconds": settings.max_seconds, "target": settings.target,
+            "toolbox": settings.toolbox, "d": d, "n": n, "interface": interface}
+
+
+def make_environment(family: str, kwargs: Mapping[str, Any]):
+    """A fresh environment for one episode (the registered id when there is one)."""
+    register_envs()
+    if env_id(family) in gym.registry:
+        return gym.make(env_id(family), disable_env_checker=True, **kwargs)
+    return HeuresisEnv(family=family, **kwargs)
+
+
+def _number(value: Any) -> int | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def usage_fields(usage: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Tokens, cost and API retries from a policy's ``usage()``.
+
+    Recognized keys: ``prompt_tokens``/``input_tokens``, ``completion_tokens``/
+    ``output_tokens`` (or ``tokens: {"prompt", "completion"}``), ``cost_usd``, ``api_retries``.
+    """
+    usage = dict(usage or {})
+    nested = usage.get("tokens") if isinstance(usage.get("tokens"), Mapping) else {}
+    prompt = next((v for v in (_number(usage.get("prompt_tokens")),
+                               _number(usage.get("input_tokens")), _number(nested.get("prompt")))
+                   if v is not None), None)
+    completion = next((v for v in (_number(usage.get("completion_tokens")),
+                                   _number(usage.get("output_tokens")),
+                                   _number(nested.get("completion"))) if v is not None), None)
+    tokens = None
+    if prompt is not None or completion is not None:
+        tokens = {"prompt": prompt or 0, "completion": completion or 0}
+    cost = usage.get("cost_usd")
+    cost = float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None
+    return {"tokens": tokens, "cost_usd": cost, "api_retries": _number(usage.get("api_retries"))}
+
+
+def _settings_changes(expected: EpisodeSettings, actual: Any) -> list[str]:
+    if not isinstance(actual, EpisodeSettings):
+        return [f"settings replaced by a {type(actual).__name__}"]
+    return [f"{name} {value!r} → {getattr(actual, name)!r}"
+            for name, value in expected.to_dict().items()
+            if getattr(actual, name, None) != value]
+
+
+class EpisodeRunner:
+    """One policy instance that runs episodes: in-process, in a worker process or a Ray actor."""
+
+    def __init__(self, spec: RunSpec, worker: str, policy: Policy | None = None):
+        self.spec = spec
+        self.worker = worker
+        self.policy = policy if policy is not None else make_policy(spec.policy,
+                                                                     spec.policy_options)
+        if self.policy.interface not in ("text", "rl"):
+            raise HeuresisError(f"policy {spec.policy!r} has interface "
+                                f"{self.policy.interface!r}; expected 'text' or 'rl'")
+        self._configure()
+
+    def _configure(self) -> None:
+        self.policy.configure(self.spec.settings)
+        changes = _settings_changes(self.spec.settings, getattr(self.policy, "settings", None))
+        if changes:
+            raise HeuresisError(f"policy {self.spec.policy!r} changed the settings the runner "
+                                f"gave it ({'; '.join(changes)}); budgets and options are "
+                                "imposed by the runner, identical for every policy")
+
+    def run(self, task: EpisodeTask) -> EpisodeOutcome:
+        """Run one episode; a policy exception ends it with ``error`` set, scored as it stands."""
+        settings = self.spec.settings
+        trace_dir = tempfile.mkdtemp(prefix="heuresis-episode-")
+        env = None
+        try:
+            kwargs = environment_kwargs(settings, task.split, self.spec.d, self.spec.n,
+                                        self.policy.interface)
+            env = make_environment(task.family, {**kwargs, "trace_path": trace_dir,
+                                                 "salt": self.spec.salt})
+            base = env.unwrapped
+            started = time.perf_counter()
+            observation, info = env.reset(seed=task.seed, options={"index": task.index})
+            deadline = (None if settings.max_seconds is None
+                        else time.perf_counter() + settings.max_seconds + WALL_GRACE_SECONDS)
+            final, error = self._drive(env, observation, info, deadline)
+            wall_seconds = time.perf_counter() - started
+            final_graph = base.working_graph.to_dict()
+            usage: Mapping[str, Any] = {}
+            transcript = None
+            try:
+                usage = self.policy.usage() or {}
+                transcript = self.policy.transcript()
+            except Exception as exc:  # noqa: BLE001 - a failing report is an episode error
+                error = error or f"policy usage()/transcript() raised {type(exc).__name__}: {exc}"
+            changes = _settings_changes(settings, getattr(self.policy, "settings", None))
+            if changes:
+                error = error or (f"the policy changed its settings during the episode "
+                                  f"({'; '.join(changes)}); the runner's budgets applied")
+                self._configure_quietly()
+            trace_file = base.trace_file
+            trace_text = trace_file.read_text(encoding="utf-8") if trace_file else None
+            reason = str(final["termination_reason"])
+            terminated = reason == "submitted"
+            truncated = reason in ("step_budget", "wall_time")
+            record = {
+                "episode_id": task.episode_id, "policy": self.spec.policy,
+                "family": task.family, "split": task.split, "index": task.index,
+                "repeat": task.repeat, "instance_sha256": base.instance_sha256,
+                "scores": dict(final["scores"]), "steps": int(final["steps_used"]),
+                "terminated": terminated, "truncated": truncated,
+                "finished": terminated and not truncated, "termination_reason": reason,
+                "wall_seconds": wall_seconds, **usage_fields(usage),
+                "final_graph": final_graph, "trace": None, "transcript": None,
+                "error": error, "worker": self.worker,
+            }
+            return EpisodeOutcome(record, trace_text, transcript)
+        finally:
+            if env is not None:
+                env.close()
+            shutil.rmtree(trace_dir, ignore_errors=True)
+
+    def _drive(self, env, observation: Any, info: dict[str, Any], deadline: float | None
+               ) -> tuple[dict[str, Any], str | None]:
+        """Alternate policy and env until the episode ends; returns the final info and error."""
+        base = env.unwrapped
+        stage = "reset"
+        try:
+            with _wall_guard(deadline):
+                self.policy.reset(observation, info)
+            while True:
+                stage = "act"
+                with _wall_guard(deadline):
+                    action = self.policy.act(observation, info)
+                stage = "step"
+                observation, _, terminated, truncated, info = env.step(action)
+                if terminated or truncated:
+                    return info, None
+        except _WallTimeExceeded:
+            return base.end_episode("wall_time"), None
+        except Exception as exc:  # noqa: BLE001 - the run goes on; the episode records it
+            where = "the environment's step" if stage == "step" else f"policy.{stage}()"
+            message = f"{where} raised {type(exc).__name__}: {exc}"
+            return base.end_episode("aborted"), message[:4000]
+
+    def _configure_quietly(self) -> None:
+        try:
+            self.policy.configure(self.spec.settings)
+        except Exception:  # noqa: BLE001 - the next episode's check reports it
+            pass
+
+    def close(self) -> None:
+        self.policy.close()
+
+
+def worker_name(kind: str = "local") -> str:
+    return f"{kind}:{socket.gethostname()}:{os.getpid()}"

@@ -1,0 +1,361 @@
+"""The run directory format: the one contract between ``heuresis evaluate`` and its readers.
+
+Layout (see ``docs/evaluation.md``)::
+
+    RUN_DIR/config.json            the run's policy, settings, instances, versions (atomic write)
+    RUN_DIR/results.jsonl          one JSON object per finished episode, appended atomically
+    RUN_DIR/traces/<id>.jsonl      each episode's environment trace
+    RUN_DIR/transcripts/<id>.json  a language-model policy's transcript, when it has one
+
+:class:`~heuresis_env.evaluation.run_store.RunStore` writes it; :func:`load_run` reads and
+validates it for the reports and the studies (a last line without a newline is an append cut
+short by a crash and is ignored).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from heuresis_env.errors import HeuresisError, RunFormatError
+from heuresis_env.generation.instances import TEST_SALT_ENV, Instance, InstanceKey, cached_instance
+from heuresis_env.seeding import text_seed
+
+#: version of the run directory format written here
+RUN_FORMAT_VERSION = 1
+CONFIG_NAME = "config.json"
+RESULTS_NAME = "results.jsonl"
+TRACES_DIR = "traces"
+TRANSCRIPTS_DIR = "transcripts"
+LOCK_NAME = ".evaluate.lock"
+#: config fields that may differ between a run and its resumption
+IGNORED_CONFIG_FIELDS = frozenset({"created"})
+#: score keys a result line must hold
+SCORE_KEYS = ("f1", "precision", "recall", "shd", "nshd", "shd_cpdag", "n_edges")
+
+_REQUIRED_CONFIG = ("format_version", "policy", "settings", "split", "families",
+                    "instance_keys", "repeats")
+_REQUIRED_RESULT = ("episode_id", "family", "split", "index", "repeat", "instance_sha256",
+                    "scores", "steps", "terminated", "truncated", "finished",
+                    "termination_reason")
+
+InstanceId = tuple[str, str, int]  # (family, split, index)
+
+
+def episode_id(family: str, split: str, index: int, repeat: int) -> str:
+    """The id of one episode, e.g. ``wild/test/3/r0``."""
+    return f"{family}/{split}/{int(index)}/r{int(repeat)}"
+
+
+def episode_file_stem(episode: str) -> str:
+    """The file-name stem of an episode's trace and transcript (``/`` → ``_``)."""
+    return episode.replace("/", "_")
+
+
+def episode_seed(episode: str) -> int:
+    """The seed passed to ``env.reset`` for an episode: a hash of its id, the same everywhere."""
+    return text_seed(f"heuresis-episode:{episode}")
+
+
+def salt_digest(salt: str | None) -> str | None:
+    """SHA-256 of a test salt (the config records the digest, never the salt)."""
+    return None if not salt else hashlib.sha256(salt.encode()).hexdigest()
+
+
+# ---- reading ------------------------------------------------------------------------------------
+
+def _number(value: Any) -> float:
+    """A score as float; None and non-numbers become NaN (JSON has no NaN)."""
+    if isinstance(value, bool) or value is None:
+        return math.nan
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)  # "nan" as written by json_safe
+        except ValueError:
+            return math.nan
+    return math.nan
+
+
+@dataclass(frozen=True)
+class EpisodeRecord:
+    """One line of ``results.jsonl`` (the fields the report reads), and where its run lives."""
+
+    run_path: Path
+    episode_id: str
+    policy: str
+    family: str
+    split: str
+    index: int
+    repeat: int
+    instance_sha256: str
+    scores: Mapping[str, float]
+    steps: int
+    terminated: bool
+    truncated: bool
+    finished: bool
+    termination_reason: str
+    wall_seconds: float = math.nan
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_usd: float | None = None
+    api_retries: int | None = None
+    final_graph: Mapping[str, Any] | None = None
+    trace: str | None = None
+    transcript: str | None = None
+    error: str | None = None
+    worker: str | None = None
+
+    @property
+    def instance(self) -> InstanceId:
+        return (self.family, self.split, self.index)
+
+    @property
+    def slot(self) -> tuple[str, str, int, int]:
+        """(family, split, index, repeat): what identifies an episode within an arm."""
+        return (self.family, self.split, self.index, self.repeat)
+
+    def score(self, name: str) -> float:
+        """A score by name (NaN when absent or undefined, e.g. precision of an empty output)."""
+        return _number(self.scores.get(name))
+
+    @property
+    def trace_path(self) -> Path | None:
+        return None if not self.trace else self.run_path / self.trace
+
+    @property
+    def has_usage(self) -> bool:
+        """True when the episode reports tokens or cost (a language-model policy)."""
+        return self.cost_usd is not None or self.prompt_tokens is not None
+
+
+@dataclass
+class RunDirectory:
+    """A loaded run directory: its config and its episodes (last line wins on a repeat id)."""
+
+    path: Path
+    config: dict[str, Any]
+    episodes: list[EpisodeRecord]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def policy(self) -> str:
+        return str(self.config["policy"])
+
+    @property
+    def policy_options(self) -> dict[str, Any]:
+        return dict(self.config.get("policy_options") or {})
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return dict(self.config["settings"])
+
+    @property
+    def split(self) -> str:
+        return str(self.config["split"])
+
+    @property
+    def repeats(self) -> int:
+        return int(self.config["repeats"])
+
+    @property
+    def instance_keys(self) -> list[dict[str, Any]]:
+        return list(self.config["instance_keys"])
+
+    @property
+    def expected_episodes(self) -> int:
+        return len(self.instance_keys) * self.repeats
+
+    def instance_key(self, instance: InstanceId) -> dict[str, Any]:
+        """The config's full instance key (d, n, graph model, generator version) of an instance."""
+        for key in self.instance_keys:
+            if (key.get("family"), key.get("split"), key.get("index")) == instance:
+                return dict(key)
+        raise HeuresisError(f"{self.path}: instance {'/'.join(map(str, instance))} is not in "
+                            f"the config's instance_keys")
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+
+def _read_config(path: Path) -> dict[str, Any]:
+    config_path = path / CONFIG_NAME
+    if not path.is_dir():
+        raise RunFormatError(f"{path} is not a directory; pass the run directories that "
+                                  "'heuresis evaluate --out' wrote")
+    try:
+        with open(config_path, encoding="utf-8") as handle:
+            config = json.load(handle)
+    except FileNotFoundError:
+        raise RunFormatError(f"{path} has no config.json; is it a run directory written "
+                                  "by 'heuresis evaluate'?") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RunFormatError(f"{config_path} is not JSON ({exc})") from None
+    if not isinstance(config, dict):
+        raise RunFormatError(f"{config_path} is not a JSON object")
+    missing = [k for k in _REQUIRED_CONFIG if k not in config]
+    if missing:
+        raise RunFormatError(f"{config_path} lacks {missing}")
+    if config["format_version"] != RUN_FORMAT_VERSION:
+        raise RunFormatError(f"{config_path} is run format {config['format_version']!r}; "
+                                  f"this code reads format {RUN_FORMAT_VERSION}")
+    if not isinstance(config["settings"], dict):
+        raise RunFormatError(f"{config_path}: 'settings' must be an object")
+    if not isinstance(config["instance_keys"], list):
+        raise RunFormatError(f"{config_path}: 'instance_keys' must be a list")
+    return config
+
+
+def _tokens(value: Any, where: str) -> tuple[int | None, int | None]:
+    if value is None:
+        return None, None
+    if not isinstance(value, dict):
+        raise RunFormatError(f"{where}: 'tokens' must be an object or null")
+    prompt, completion = value.get("prompt"), value.get("completion")
+    return (None if prompt is None else int(prompt),
+            None if completion is None else int(completion))
+
+
+def _episode(run_path: Path, record: Any, where: str) -> EpisodeRecord:
+    if not isinstance(record, dict):
+        raise RunFormatError(f"{where}: a result line must be a JSON object")
+    missing = [k for k in _REQUIRED_RESULT if k not in record]
+    if missing:
+        raise RunFormatError(f"{where}: result line lacks {missing}")
+    scores = record["scores"]
+    if not isinstance(scores, dict) or "f1" not in scores:
+        raise RunFormatError(f"{where}: 'scores' must be an object with at least 'f1'")
+    prompt, completion = _tokens(record.get("tokens"), where)
+    try:
+        return EpisodeRecord(
+            run_path=run_path,
+            episode_id=str(record["episode_id"]),
+            policy=str(record.get("policy", "")),
+            family=str(record["family"]),
+            split=str(record["split"]),
+            index=int(record["index"]),
+            repeat=int(record["repeat"]),
+            instance_sha256=str(record["instance_sha256"]),
+            scores={k: _number(v) for k, v in scores.items()},
+            steps=int(record["steps"]),
+            terminated=bool(record["terminated"]),
+            truncated=bool(record["truncated"]),
+            finished=bool(record["finished"]),
+            termination_reason=str(record["termination_reason"]),
+            wall_seconds=_number(record.get("wall_seconds")),
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            cost_usd=None if record.get("cost_usd") is None else float(record["cost_usd"]),
+            api_retries=None if record.get("api_retries") is None else int(record["api_retries"]),
+            final_graph=record.get("final_graph"),
+            trace=record.get("trace"),
+            transcript=record.get("transcript"),
+            error=record.get("error"),
+            worker=None if record.get("worker") is None else str(record["worker"]),
+        )
+    except (TypeError, ValueError) as exc:
+        raise RunFormatError(f"{where}: a field has the wrong type ({exc})") from None
+
+
+def read_results(run_path: Path) -> tuple[list[EpisodeRecord], list[str]]:
+    """The episodes of ``run_path/results.jsonl`` and any warnings about the file.
+
+    A last line without a newline is an append cut short by a crash and is ignored; a
+    malformed line elsewhere is an error naming it. When an episode id occurs twice the last
+    line wins (and a warning says so).
+    """
+    results_path = run_path / RESULTS_NAME
+    warnings: list[str] = []
+    if not results_path.exists():
+        return [], [f"{run_path}: no results.jsonl yet (no episode has finished)"]
+    with open(results_path, "rb") as handle:
+        raw = handle.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RunFormatError(f"{results_path} is not UTF-8 ({exc})") from None
+    lines = text.split("\n")
+    if lines and lines[-1] != "":
+        warnings.append(f"{results_path}: ignored a last line without a newline (an append "
+                        "cut short)")
+    lines = lines[:-1]
+    by_id: dict[str, EpisodeRecord] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{results_path}:{number}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise RunFormatError(f"{where}: not JSON ({exc.msg})") from None
+        episode = _episode(run_path, record, where)
+        if episode.episode_id in by_id:
+            warnings.append(f"{where}: episode {episode.episode_id} appears again; the last "
+                            "line is used")
+        by_id[episode.episode_id] = episode
+    return list(by_id.values()), warnings
+
+
+def load_run(path: str | os.PathLike) -> RunDirectory:
+    """Read and validate one run directory.
+
+    Every episode must belong to an instance of the config's ``instance_keys`` and a repeat in
+    0..repeats−1; an incomplete run (fewer episodes than instances × repeats) loads with a
+    warning, since a report may be made while a run is still going.
+    """
+    run_path = Path(path)
+    config = _read_config(run_path)
+    episodes, warnings = read_results(run_path)
+    run = RunDirectory(run_path, config, episodes, warnings)
+    known = {(k.get("family"), k.get("split"), k.get("index")) for k in run.instance_keys}
+    for episode in episodes:
+        if episode.instance not in known:
+            raise RunFormatError(
+                f"{run_path}: episode {episode.episode_id} is on instance "
+                f"{'/'.join(map(str, episode.instance))}, which is not in the config's "
+                "instance_keys")
+        if not 0 <= episode.repeat < run.repeats:
+            raise RunFormatError(f"{run_path}: episode {episode.episode_id} has repeat "
+                                      f"{episode.repeat}; the config has {run.repeats} repeats")
+    if len(episodes) < run.expected_episodes:
+        warnings.append(f"{run_path}: {len(episodes)} of {run.expected_episodes} episodes "
+                        "finished (an incomplete run: cells use the episodes present)")
+    return run
+
+
+# ---- the instances a run played ----------------------------------------------------------------
+
+def run_salt(run: RunDirectory) -> str | None:
+    """The test salt a run was generated with, from ``$HEURESIS_TEST_SALT`` (checked against
+    the digest the config records); None for an unsealed run."""
+    digest = run.config.get("salt_digest")
+    if not digest:
+        return None
+    salt = os.environ.get(TEST_SALT_ENV) or ""
+    if not salt:
+        raise HeuresisError(f"{run.path} ran on a sealed test split; set ${TEST_SALT_ENV} to its "
+                            "salt so the report can regenerate the instances")
+    if salt_digest(salt) != digest:
+        raise HeuresisError(f"${TEST_SALT_ENV} is not the salt {run.path} ran with (its SHA-256 "
+                            "differs from the config's salt_digest)")
+    return salt
+
+
+def regenerate_instance(run: RunDirectory, instance: InstanceId, expected_sha256: str
+                        ) -> Instance:
+    """The instance an episode ran on, regenerated from the config's key and checked against
+    the recorded data hash."""
+    key = InstanceKey.from_dict(run.instance_key(instance))
+    generated = cached_instance(key, salt=run_salt(run))
+    if generated.sha256 != expected_sha256:
+        raise HeuresisError(
+            f"instance {key} regenerates with data hash {generated.sha256[:16]}…, but "
+            f"{run.path} recorded {expected_sha256[:16]}… (another generator version or salt)")
+    return generated

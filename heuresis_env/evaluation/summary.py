@@ -1,0 +1,86 @@
+"""What a run did: episodes per family, mean F1 over all and over finished episodes, truncations."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class FamilySummary:
+    """One family's episodes in a run: mean F1 over all and over finished ones, truncation."""
+
+    family: str
+    episodes: int
+    finished: int
+    truncated: int
+    errors: int
+    mean_f1: float
+    mean_f1_finished: float
+
+    @property
+    def truncation_rate(self) -> float:
+        return self.truncated / self.episodes if self.episodes else math.nan
+
+
+@dataclass
+class RunSummary:
+    """What ``evaluate`` did and the run's per-family results (all its finished episodes)."""
+
+    out_dir: Path
+    policy: str
+    split: str
+    backend: str
+    workers: int
+    total_episodes: int
+    resumed: int
+    ran: int
+    seconds: float
+    families: list[FamilySummary]
+    overall: FamilySummary
+    accepted_differences: list[str] = field(default_factory=list)
+
+    def to_text(self) -> str:
+        """A plain-text table: per family, episodes, mean F1 (all, finished), truncation."""
+        def f1(value: float) -> str:
+            return "   -  " if math.isnan(value) else f"{value:6.3f}"
+
+        lines = [f"run {self.out_dir}: policy {self.policy}, {self.split} split, "
+                 f"{self.total_episodes} episodes ({self.ran} run now, {self.resumed} resumed) "
+                 f"in {self.seconds:.1f} s on {self.backend} backend × {self.workers}"]
+        for difference in self.accepted_differences:
+            lines.append(f"  config changed under --force: {difference}")
+        lines.append(f"{'family':<10} {'episodes':>8} {'F1 all':>7} {'F1 fin.':>7} "
+                     f"{'finished':>8} {'truncated':>9} {'errors':>6}")
+        for row in [*self.families, self.overall]:
+            rate = ("  -" if math.isnan(row.truncation_rate)
+                    else f"{100 * row.truncation_rate:.0f}%")
+            lines.append(f"{row.family:<10} {row.episodes:>8} {f1(row.mean_f1):>7} "
+                         f"{f1(row.mean_f1_finished):>7} {row.finished:>8} {rate:>9} "
+                         f"{row.errors:>6}")
+        return "\n".join(lines)
+
+
+def _float(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _mean(values: Sequence[float]) -> float:
+    finite = [v for v in values if not math.isnan(v)]
+    return sum(finite) / len(finite) if finite else math.nan
+
+
+def summarize_family(family: str, records: Sequence[Mapping[str, Any]]) -> FamilySummary:
+    """Per-family figures of the reporting rule: all episodes, finished ones, truncation."""
+    f1 = [_float(r.get("scores", {}).get("f1")) for r in records]
+    finished = [x for x, r in zip(f1, records) if r.get("finished")]
+    return FamilySummary(family=family, episodes=len(records), finished=len(finished),
+                         truncated=sum(bool(r.get("truncated")) for r in records),
+                         errors=sum(r.get("error") is not None for r in records),
+                         mean_f1=_mean(f1), mean_f1_finished=_mean(finished))

@@ -1,0 +1,34 @@
+"""Evidence: expensive per-instance results computed from the data alone, cached on disk.
+
+The second stage of the data flow (instance → **evidence** → environment → policy → run →
+report): the guided start (PC-KCI's output and deletion log, :mod:`.start`), the RL view's
+pair features (:mod:`.pairs`), bootstrap edge frequencies (:mod:`.bootstrap`), all stored
+once per instance by :mod:`.store` and served lazily by :class:`EvidenceProvider`.
+"""
+
+from heuresis_env.evidence.bootstrap import bootstrap_edge_frequencies
+from heuresis_env.evidence.pairs import (
+    DCOR_MAX_ROWS,
+    FEATURE_NAMES,
+    STABILITY_BOOTSTRAPS,
+    PairEvidence,
+    compute_pair_evidence,
+    pair_evidence,
+    unordered_pairs,
+)
+from heuresis_env.evidence.provider import EvidenceProvider
+from heuresis_env.evidence.start import (
+    ALPHA,
+    GuidedStart,
+    compute_guided_start,
+    guided_start,
+    start_graph_for_edits,
+)
+from heuresis_env.evidence.store import EVIDENCE_VERSION, cached_evidence, clear_memory
+
+__all__ = [
+    "ALPHA", "DCOR_MAX_ROWS", "EVIDENCE_VERSION", "FEATURE_NAMES", "STABILITY_BOOTSTRAPS",
+    "EvidenceProvider", "GuidedStart", "PairEvidence", "bootstrap_edge_frequencies",
+    "cached_evidence", "clear_memory", "compute_guided_start", "compute_pair_evidence",
+    "guided_start", "pair_evidence", "start_graph_for_edits", "unordered_pairs",
+]

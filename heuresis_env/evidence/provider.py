@@ -1,0 +1,32 @@
+"""One instance's evidence behind one object, each bundle computed or loaded on first use."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from heuresis_env.evidence.pairs import PairEvidence, pair_evidence
+from heuresis_env.evidence.start import GuidedStart, guided_start
+
+
+class EvidenceProvider:
+    """Lazy access to one instance's evidence (computed or loaded on first use)."""
+
+    def __init__(self, data: np.ndarray, names: Sequence[str], sha256: str):
+        self._data = data
+        self.names = tuple(names)
+        self.sha256 = sha256
+
+    def guided_start(self) -> GuidedStart:
+        return guided_start(self._data, self.names, self.sha256)
+
+    def pair_evidence(self) -> PairEvidence:
+        return pair_evidence(self._data, self.names, self.sha256)
+
+    def warm(self, guided: bool = True, pairs: bool = True) -> None:
+        """Compute (or load) the bundles now, e.g. before timing an RL run."""
+        if guided:
+            self.guided_start()
+        if pairs:
+            self.pair_evidence()

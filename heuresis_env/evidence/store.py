@@ -1,0 +1,54 @@
+"""The evidence store: each bundle computed once per instance and kept on disk for every process.
+
+An entry is keyed by the instance's data hash, what was computed, its parameters and
+:data:`EVIDENCE_VERSION` (bump it whenever a computation changes). A file lock per entry makes
+concurrent processes (vector environments, worker pools) compute each entry once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from filelock import FileLock
+
+from heuresis_env.cache import MemoCache, ResultCache, cache_disabled, cache_root, stable_hash
+
+#: bump when any computation of this package changes, so stale cache entries are not reused
+EVIDENCE_VERSION = 1
+
+_MEMORY: MemoCache[Any] = MemoCache(512)
+
+
+def cached_evidence(sha256: str, what: str, params: dict[str, Any],
+                    compute: Callable[[], Any]) -> Any:
+    """Return the cached value of (instance, what, params) or compute and store it once.
+
+    Checked in order: this process's memory, the disk cache, then ``compute`` under a file
+    lock (a second process waiting on the lock finds the first one's result on disk).
+    """
+    memory_key = (sha256, what, repr(sorted(params.items())))
+    value = _MEMORY.get(memory_key)
+    if value is not None:
+        return value
+    key = stable_hash({"sha256": sha256, "what": what, "params": params,
+                       "version": EVIDENCE_VERSION})
+    store = ResultCache("evidence")
+    value = store.get(key)
+    if value is None:
+        if cache_disabled():
+            value = compute()
+        else:
+            lock_dir = cache_root() / "evidence" / "locks"
+            lock_dir.mkdir(parents=True, exist_ok=True)
+            with FileLock(str(lock_dir / f"{key}.lock")):
+                value = store.get(key)
+                if value is None:
+                    value = compute()
+                    store.set(key, value)
+    return _MEMORY.set(memory_key, value)
+
+
+def clear_memory() -> None:
+    """Forget this process's in-memory copies (the disk cache stays)."""
+    _MEMORY.clear()

@@ -1,0 +1,70 @@
+"""Files and records on disk: strict-JSON values and atomic writes.
+
+Every file Heuresis writes whole (instances, run configs, cache entries, reports) goes through
+:func:`atomic_write_bytes`, so a killed process leaves the old file or the new one, never a
+torn one; every JSON record goes through :func:`json_safe`, so non-finite floats stay strict
+JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def json_safe(value: Any) -> Any:
+    """A value with non-finite floats as strings, so ``json.dumps`` output is strict JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    if isinstance(value, np.generic):
+        return json_safe(value.item())
+    if isinstance(value, np.ndarray):
+        return json_safe(value.tolist())
+    return value
+
+
+def json_line(record: Mapping[str, Any]) -> bytes:
+    """One record as a strict-JSON line (non-finite floats as strings)."""
+    return (json.dumps(json_safe(dict(record)), separators=(",", ":"), allow_nan=False)
+            + "\n").encode("utf-8")
+
+
+def _file_mode() -> int:
+    """The mode a new file gets from ``open``: 0o666 less the process's umask."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def atomic_write_bytes(path: str | os.PathLike, payload: bytes, *, durable: bool = False) -> None:
+    """Write ``payload`` to ``path`` through a temporary file and a rename.
+
+    ``durable`` also syncs the file to disk before the rename (for records a crash must not
+    lose, such as a run's configuration). The file gets the mode ``open`` would give it
+    (the user's umask), not the private mode of a temporary file.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.chmod(tmp, _file_mode())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,215 @@
+"""The mechanism families as data, and the one sampler that reads them.
+
+A family is a :class:`FamilySpec`: a root-noise entry and a list of mechanism entries, each
+entry a mechanism kind of :mod:`heuresis_env.generation.scm` plus parameter ranges. Every non-root node
+draws its entry independently and uniformly from the list (single-mechanism families have a
+one-entry list), then the entry's parameters from its ranges. The six families of the spec's
+Table 2 are rows of :data:`FAMILIES`; ``register_family`` adds a row, and nothing else
+changes — :func:`sample_scm` has no per-family code path.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from heuresis_env.errors import HeuresisError, UnknownNameError
+from heuresis_env.generation.scm import SCM, NodeMechanism, get_mechanism_kind, sample_dag
+from heuresis_env.graphs import topological_order
+
+
+@dataclass(frozen=True)
+class MechanismEntry:
+    """A mechanism kind with parameter ranges overriding the kind's defaults.
+
+    ``ranges`` maps a range name the kind reads (e.g. ``"noise_scale"``, ``"weight"``) to
+    ``(low, high)``; a range with ``low == high`` is a constant.
+    """
+
+    kind: str
+    ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        kind = get_mechanism_kind(self.kind)
+        clean: dict[str, tuple[float, float]] = {}
+        for name, value in dict(self.ranges).items():
+            if name not in kind.default_ranges:
+                known = ", ".join(sorted(kind.default_ranges)) or "none"
+                raise HeuresisError(f"mechanism kind {self.kind!r} has no range {name!r}; "
+                                    f"its ranges are: {known}")
+            try:
+                low, high = (float(v) for v in value)
+            except (TypeError, ValueError):
+                raise HeuresisError(f"range {name!r} of {self.kind!r} must be a pair "
+                                    f"(low, high), got {value!r}") from None
+            if not (math.isfinite(low) and math.isfinite(high) and 0 <= low <= high):
+                raise HeuresisError(f"range {name!r} of {self.kind!r} must satisfy "
+                                    f"0 ≤ low ≤ high (finite), got ({low}, {high})")
+            clean[name] = (low, high)
+        object.__setattr__(self, "ranges", clean)
+
+    def resolved_ranges(self) -> dict[str, tuple[float, float]]:
+        """Every range the kind reads: the kind's defaults overridden by this entry."""
+        return {**get_mechanism_kind(self.kind).default_ranges, **self.ranges}
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "ranges": {k: list(v) for k, v in self.ranges.items()}}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MechanismEntry:
+        return cls(str(data["kind"]), {k: tuple(v) for k, v in data.get("ranges", {}).items()})
+
+
+@dataclass(frozen=True)
+class FamilySpec:
+    """A mechanism family: the root-noise entry and the list non-root nodes draw from."""
+
+    name: str
+    description: str
+    root: MechanismEntry
+    mechanisms: tuple[MechanismEntry, ...]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not re.fullmatch(r"[A-Za-z0-9_]+", self.name):
+            raise HeuresisError(f"family name must be letters, digits or '_', got {self.name!r}")
+        object.__setattr__(self, "mechanisms", tuple(self.mechanisms))
+        if not self.mechanisms:
+            raise HeuresisError(f"family {self.name!r} needs at least one mechanism entry")
+        if not get_mechanism_kind(self.root.kind).is_root:
+            raise HeuresisError(f"family {self.name!r}: the root entry's kind "
+                                f"{self.root.kind!r} is not a root kind")
+        for entry in self.mechanisms:
+            if get_mechanism_kind(entry.kind).is_root:
+                raise HeuresisError(f"family {self.name!r}: {entry.kind!r} is a root kind "
+                                    "and cannot be a mechanism entry")
+
+    @property
+    def is_mixture(self) -> bool:
+        return len(self.mechanisms) > 1
+
+    @property
+    def kinds(self) -> list[str]:
+        """The kinds of the mechanism entries, in table order (with repeats)."""
+        return [entry.kind for entry in self.mechanisms]
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "description": self.description,
+                "root": self.root.to_dict(),
+                "mechanisms": [entry.to_dict() for entry in self.mechanisms]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> FamilySpec:
+        return cls(str(data["name"]), str(data.get("description", "")),
+                   MechanismEntry.from_dict(data["root"]),
+                   tuple(MechanismEntry.from_dict(e) for e in data["mechanisms"]))
+
+
+def _root(low: float, high: float) -> MechanismEntry:
+    return MechanismEntry("root_gaussian", {"noise_scale": (low, high)})
+
+
+def _maps(noise: tuple[float, float]) -> list[MechanismEntry]:
+    kinds = ("map_piecewise_linear", "map_sigmoid", "map_fourier", "map_quadratic", "map_abs")
+    return [MechanismEntry(kind, {"noise_scale": noise}) for kind in kinds]
+
+
+_LINEAR_WEIGHT = (0.5, 2.0)
+
+#: The families of the spec's Table 2 (name → spec); ``register_family`` adds more.
+FAMILIES: dict[str, FamilySpec] = {}
+
+
+def register_family(name: str, spec: FamilySpec | Mapping[str, Any]) -> FamilySpec:
+    """Add a family (a :class:`FamilySpec` or its dict form); an existing name is replaced."""
+    if isinstance(spec, Mapping):
+        spec = FamilySpec.from_dict({**spec, "name": name})
+    if not isinstance(spec, FamilySpec):
+        raise HeuresisError(f"expected a FamilySpec, got {type(spec).__name__}")
+    if spec.name != name:
+        spec = FamilySpec(name, spec.description, spec.root, spec.mechanisms)
+    FAMILIES[name] = spec
+    return spec
+
+
+def get_family(name: str) -> FamilySpec:
+    """The family ``name``; an unknown name raises an error listing the known families."""
+    try:
+        return FAMILIES[name]
+    except (KeyError, TypeError):
+        raise UnknownNameError("family", name, FAMILIES) from None
+
+
+def available_families() -> list[str]:
+    """Registered family names, the built-in six first in table order."""
+    return list(FAMILIES)
+
+
+for _spec in (
+    FamilySpec("lg", "linear Gaussian: Σ w X + σ ε, w ~ ±U[0.5, 2], σ ~ U[0.5, 2]",
+               _root(0.5, 2.0),
+               (MechanismEntry("linear", {"weight": _LINEAR_WEIGHT, "noise_scale": (0.5, 2.0)}),)),
+    FamilySpec("anm", "additive noise, MLP mean: f(pa) + σ ε, σ ~ U[0.5, 1.5]",
+               _root(0.5, 1.5), (MechanismEntry("mlp", {"noise_scale": (0.5, 1.5)}),)),
+    FamilySpec("hetero", "MLP mean and MLP noise scale: f(pa) + (softplus(g(pa)) + 0.2) ε",
+               _root(0.5, 1.5), (MechanismEntry("mlp_hetero"),)),
+    FamilySpec("wild", "mixture: five standardized maps (σ ~ U[0.15, 0.35]), linear "
+               "(σ ~ U[0.5, 1.5]), linear with t₃ noise, sigmoid with input-dependent noise",
+               _root(0.5, 1.5),
+               (*_maps((0.15, 0.35)),
+                MechanismEntry("linear", {"weight": _LINEAR_WEIGHT, "noise_scale": (0.5, 1.5)}),
+                MechanismEntry("linear_t3",
+                               {"weight": _LINEAR_WEIGHT, "noise_scale": (0.5, 1.5)}),
+                MechanismEntry("sigmoid_hetero", {"gain": (0.5, 2.0)}))),
+    FamilySpec("mixed", "mixture: linear Gaussian, MLP (as anm), MLP with input-dependent "
+               "noise (as hetero), linear with t₃ noise",
+               _root(0.5, 2.0),
+               (MechanismEntry("linear", {"weight": _LINEAR_WEIGHT, "noise_scale": (0.5, 2.0)}),
+                MechanismEntry("mlp", {"noise_scale": (0.5, 1.5)}),
+                MechanismEntry("mlp_hetero"),
+                MechanismEntry("linear_t3",
+                               {"weight": _LINEAR_WEIGHT, "noise_scale": (0.5, 2.0)}))),
+    FamilySpec("gauntlet", "mixture of the widest set: five standardized maps, sigmoid with "
+               "input-dependent noise, MLP, MLP with input-dependent noise; σ ~ U[0.15, 0.40], "
+               "roots N(0, 1)",
+               _root(1.0, 1.0),
+               (*_maps((0.15, 0.40)),
+                MechanismEntry("sigmoid_hetero", {"gain": (0.5, 2.0)}),
+                MechanismEntry("mlp", {"noise_scale": (0.15, 0.40)}),
+                MechanismEntry("mlp_hetero"))),
+):
+    register_family(_spec.name, _spec)
+
+
+def sample_scm(family: str | FamilySpec, d: int, rng: np.random.Generator,
+               graph_model: str = "er", expected_degree: float = 2.0,
+               names: Sequence[str] | None = None) -> SCM:
+    """Draw an (uncalibrated) SCM from a family: a DAG, then each node's entry and parameters.
+
+    Draw order (fixed, so a seed fixes the SCM): the DAG, then for each node in causal order
+    the entry index (uniform over the family's list; roots use the root entry) and the
+    entry's parameters. Call :func:`heuresis_env.generation.scm.calibrate_scm` to draw the generation
+    sample and capture its constants.
+    """
+    spec = family if isinstance(family, FamilySpec) else get_family(family)
+    if not isinstance(rng, np.random.Generator):
+        raise HeuresisError("rng must be a numpy.random.Generator")
+    adjacency = sample_dag(d, rng, model=graph_model, expected_degree=expected_degree)
+    names = tuple(names) if names is not None else tuple(f"X{i + 1}" for i in range(d))
+    if len(names) != d:
+        raise HeuresisError(f"{len(names)} names for d = {d} variables")
+    mechanisms: list[NodeMechanism | None] = [None] * d
+    for j in topological_order(adjacency):
+        parents = tuple(names[i] for i in np.nonzero(adjacency[:, j])[0])
+        if parents:
+            entry = spec.mechanisms[int(rng.integers(len(spec.mechanisms)))]
+        else:
+            entry = spec.root
+        kind = get_mechanism_kind(entry.kind)
+        params = kind.draw_params(len(parents), entry.resolved_ranges(), rng)
+        mechanisms[j] = NodeMechanism(entry.kind, parents, params)
+    return SCM(names, adjacency, tuple(mechanisms))

@@ -1,0 +1,441 @@
+"""Instances: keys, seeds, generation, the hidden record, and the on-disk store.
+
+An instance is fully determined by its :class:`InstanceKey` — (family, split, index,
+generator version) plus the size parameters d, n and the graph model — and, for the test
+split only, an optional secret salt. Generation:
+
+1. seeds: a ``numpy.random.SeedSequence`` whose entropy is the SHA-256 of the key (split
+   included), plus the SHA-256 of the salt for a sealed test split; it spawns three
+   independent streams — structure, permutation, data;
+2. structure: the family's sampler draws the DAG and every node's mechanism and parameters
+   (:func:`heuresis_env.generation.families.sample_scm`);
+3. permutation: a uniformly random column order; columns are named X1..Xd *after* it;
+4. data: the SCM's generation sample (n rows), capturing the map-output constants and the
+   column means and sds; X = the sample with each column standardized (mean 0, variance 1,
+   population convention).
+
+Same key ⇒ byte-identical X and record on any machine (see :mod:`heuresis_env.generation.scm` for how
+the arithmetic avoids platform-dependent code). :data:`GENERATOR_VERSION` must change
+whenever a change to this pipeline changes any instance.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import zipfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from heuresis_env.cache import MemoCache, stable_hash
+from heuresis_env.data import data_sha256
+from heuresis_env.errors import HeuresisError, InstanceFormatError, UnknownNameError
+from heuresis_env.files import atomic_write_bytes
+from heuresis_env.generation.families import get_family, sample_scm
+from heuresis_env.generation.scm import GRAPH_MODELS, SCM, calibrate_scm, standardize_columns
+from heuresis_env.graphs import Graph, cpdag_from_dag
+
+#: Bump whenever a change to the generator changes any generated instance.
+GENERATOR_VERSION = "1"
+#: Version of the saved-instance format (JSON + NPZ pair) and of the split manifest.
+FORMAT_VERSION = 1
+#: Number of instances per split; indices run 0 .. size − 1.
+SPLIT_SIZES: dict[str, int] = {"dev": 100, "test": 32}
+#: Environment variable holding the secret salt that seals the test split.
+TEST_SALT_ENV = "HEURESIS_TEST_SALT"
+#: Smallest number of rows accepted (the generator is meant for n ≥ 50; below 10 the
+#: map-output and column standardizations are too noisy to define an instance).
+MIN_ROWS = 10
+MANIFEST_NAME = "manifest.json"
+
+
+# ---- keys and seeds -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class InstanceKey:
+    """What fixes an instance: family, split, index, generator version, d, n, graph model."""
+
+    family: str
+    split: str
+    index: int
+    generator_version: str = GENERATOR_VERSION
+    d: int = 10
+    n: int = 600
+    graph_model: str = "er"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.family, str) or not re.fullmatch(r"[A-Za-z0-9_]+", self.family):
+            raise HeuresisError(f"family must be a registered family name, got {self.family!r}")
+        if self.split not in SPLIT_SIZES:
+            raise UnknownNameError("split", self.split, SPLIT_SIZES)
+        size = SPLIT_SIZES[self.split]
+        if not _is_int(self.index) or not 0 <= self.index < size:
+            raise HeuresisError(f"index of the {self.split} split must be an integer in "
+                                f"0..{size - 1}, got {self.index!r}")
+        if not _is_int(self.d) or self.d < 2:
+            raise HeuresisError(f"d must be an integer ≥ 2, got {self.d!r}")
+        if not _is_int(self.n) or self.n < MIN_ROWS:
+            raise HeuresisError(f"n must be an integer ≥ {MIN_ROWS} (≥ 50 recommended), "
+                                f"got {self.n!r}")
+        if self.graph_model not in GRAPH_MODELS:
+            raise UnknownNameError("graph model", self.graph_model, GRAPH_MODELS)
+        object.__setattr__(self, "index", int(self.index))
+        object.__setattr__(self, "d", int(self.d))
+        object.__setattr__(self, "n", int(self.n))
+        object.__setattr__(self, "generator_version", str(self.generator_version))
+
+    def __str__(self) -> str:
+        return (f"{self.family}/{self.split}/{self.index} (d={self.d}, n={self.n}, "
+                f"{self.graph_model}, generator v{self.generator_version})")
+
+    @property
+    def slug(self) -> str:
+        """A file-name stem, e.g. ``wild-dev-003-d10-n600-er-v1``."""
+        return (f"{self.family}-{self.split}-{self.index:03d}-d{self.d}-n{self.n}-"
+                f"{self.graph_model}-v{self.generator_version}")
+
+    def to_dict(self) -> dict:
+        return {"family": self.family, "split": self.split, "index": self.index,
+                "generator_version": self.generator_version, "d": self.d, "n": self.n,
+                "graph_model": self.graph_model}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> InstanceKey:
+        try:
+            return cls(**{k: data[k] for k in ("family", "split", "index")},
+                       **{k: data[k] for k in ("generator_version", "d", "n", "graph_model")
+                          if k in data})
+        except (KeyError, TypeError) as exc:
+            raise HeuresisError(f"bad instance key {dict(data)!r}: {exc}") from None
+
+    @classmethod
+    def parse(cls, text: str, d: int = 10, n: int = 600, graph_model: str = "er") -> InstanceKey:
+        """Parse ``family/split/index`` (e.g. ``wild/dev/3``)."""
+        parts = str(text).strip().split("/")
+        if len(parts) != 3 or not parts[2].isdigit():
+            raise HeuresisError(f"an instance key reads family/split/index, e.g. 'wild/dev/3'; "
+                                f"got {text!r}")
+        return cls(parts[0], parts[1], int(parts[2]), d=d, n=n, graph_model=graph_model)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
+def resolve_salt(split: str, salt: str | None = None) -> str | None:
+    """The salt that applies to a split: ``salt`` or ``$HEURESIS_TEST_SALT`` for test, else None."""
+    if split != "test":
+        return None
+    if salt is None:
+        salt = os.environ.get(TEST_SALT_ENV) or None
+    return salt or None
+
+
+def key_seed_sequence(key: InstanceKey, salt: str | None = None) -> np.random.SeedSequence:
+    """The instance's root seed: SHA-256 words of the key (and of the salt for a sealed test).
+
+    Dev and test keys differ in ``split``, which is hashed, so their seeds differ by
+    construction; the salt enters only for the test split.
+    """
+    digest = stable_hash(key.to_dict())
+    entropy = [int(digest[i : i + 8], 16) for i in range(0, 64, 8)]
+    salt = resolve_salt(key.split, salt)
+    if salt is not None:
+        salt_digest = hashlib.sha256(f"heuresis-test-salt:{salt}".encode()).hexdigest()
+        entropy += [int(salt_digest[i : i + 8], 16) for i in range(0, 64, 8)]
+    return np.random.SeedSequence(entropy)
+
+
+def instance_rngs(key: InstanceKey, salt: str | None = None) -> dict[str, np.random.Generator]:
+    """The three independent generators of an instance: ``structure``, ``permutation``, ``data``.
+
+    ``record.scm.sample(key.n, instance_rngs(key)["data"])`` reproduces ``X`` exactly.
+    """
+    structure, permutation, data = key_seed_sequence(key, salt).spawn(3)
+    return {"structure": np.random.Generator(np.random.PCG64(structure)),
+            "permutation": np.random.Generator(np.random.PCG64(permutation)),
+            "data": np.random.Generator(np.random.PCG64(data))}
+
+
+# ---- the hidden record and the instance ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class HiddenRecord:
+    """What the agent never sees: the DAG and CPDAG (named column order), every node's
+    mechanism, the graph model, and the SCM itself (for more and interventional samples)."""
+
+    dag: Graph
+    cpdag: Graph
+    mechanisms: dict[str, dict]
+    graph_model: str
+    scm: SCM = field(repr=False)
+
+    @classmethod
+    def from_scm(cls, scm: SCM, graph_model: str) -> HiddenRecord:
+        dag = scm.graph()
+        return cls(dag=dag, cpdag=cpdag_from_dag(dag),
+                   mechanisms={name: m.to_dict() for name, m in zip(scm.names, scm.mechanisms,
+                                                                    strict=True)},
+                   graph_model=graph_model, scm=scm)
+
+    def mechanism_kinds(self) -> dict[str, str]:
+        """Column name → mechanism kind."""
+        return {name: m["kind"] for name, m in self.mechanisms.items()}
+
+    def to_dict(self) -> dict:
+        return {"dag": self.dag.to_dict(), "cpdag": self.cpdag.to_dict(),
+                "graph_model": self.graph_model, "scm": self.scm.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> HiddenRecord:
+        """Rebuild a record, checking that its DAG, CPDAG and SCM agree."""
+        try:
+            scm = SCM.from_dict(data["scm"])
+            record = cls.from_scm(scm, str(data["graph_model"]))
+            dag, cpdag = Graph.from_dict(data["dag"]), Graph.from_dict(data["cpdag"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise HeuresisError(f"bad hidden record: {exc}") from None
+        if dag != record.dag or cpdag != record.cpdag:
+            raise HeuresisError("the record's DAG or CPDAG does not match its SCM")
+        return record
+
+
+@dataclass(frozen=True, eq=False)
+class Instance:
+    """One benchmark instance: the data table ``X`` (read-only, n × d, standardized, columns
+    named ``names`` = X1..Xd) and the hidden record, which ``repr`` never shows."""
+
+    key: InstanceKey
+    X: np.ndarray
+    names: tuple[str, ...]
+    sha256: str
+    record: HiddenRecord = field(repr=False)
+    sealed: bool = False  # generated with a secret test salt
+
+    def __repr__(self) -> str:
+        return (f"Instance(key={self.key.family}/{self.key.split}/{self.key.index}, "
+                f"shape={self.X.shape}, sha256={self.sha256[:12]}…"
+                f"{', sealed' if self.sealed else ''})")
+
+    @property
+    def n(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def d(self) -> int:
+        return int(self.X.shape[1])
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array = np.ascontiguousarray(array, dtype=np.float64)
+    array.flags.writeable = False
+    return array
+
+
+def generate_instance(key: InstanceKey, salt: str | None = None) -> Instance:
+    """Generate the instance of ``key`` (see the module docstring for the steps).
+
+    ``salt`` seals the test split (default: ``$HEURESIS_TEST_SALT``); it is ignored for dev.
+    """
+    if not isinstance(key, InstanceKey):
+        raise HeuresisError(f"expected an InstanceKey, got {type(key).__name__}")
+    if key.generator_version != GENERATOR_VERSION:
+        raise HeuresisError(f"this code generates version {GENERATOR_VERSION!r} instances; the "
+                            f"key asks for version {key.generator_version!r}")
+    spec = get_family(key.family)
+    rngs = instance_rngs(key, salt)
+    internal = sample_scm(spec, key.d, rngs["structure"], graph_model=key.graph_model,
+                          names=[f"node{i}" for i in range(key.d)])
+    order = rngs["permutation"].permutation(key.d)
+    names = tuple(f"X{i + 1}" for i in range(key.d))
+    scm, raw = calibrate_scm(internal.reordered(order, names), key.n, rngs["data"])
+    X = _frozen(standardize_columns(raw, scm.column_means, scm.column_sds))
+    return Instance(key=key, X=X, names=names, sha256=data_sha256(X),
+                    record=HiddenRecord.from_scm(scm, key.graph_model),
+                    sealed=resolve_salt(key.split, salt) is not None)
+
+
+_GENERATED: MemoCache[Instance] = MemoCache(256)
+
+
+def cached_instance(key: InstanceKey, salt: str | None = None) -> Instance:
+    """:func:`generate_instance`, memoized in this process by the key and the salt's digest."""
+    salt = resolve_salt(key.split, salt)
+    memo = (key, None if salt is None else hashlib.sha256(salt.encode()).hexdigest())
+    return _GENERATED.get_or_compute(memo, lambda: generate_instance(key, salt))
+
+
+def generate_split(family: str, split: str, count: int | None = None, d: int = 10,
+                   n: int = 600, salt: str | None = None, progress: bool = False,
+                   graph_model: str = "er") -> list[Instance]:
+    """The first ``count`` instances of a split (default: all of ``SPLIT_SIZES[split]``)."""
+    get_family(family)
+    if split not in SPLIT_SIZES:
+        raise UnknownNameError("split", split, SPLIT_SIZES)
+    size = SPLIT_SIZES[split]
+    count = size if count is None else count
+    if not _is_int(count) or not 0 <= count <= size:
+        raise HeuresisError(f"count for the {split} split must be an integer in 0..{size}, "
+                            f"got {count!r}")
+    keys = [InstanceKey(family, split, i, d=d, n=n, graph_model=graph_model)
+            for i in range(count)]
+    from tqdm.auto import tqdm
+
+    iterator = tqdm(keys, desc=f"{family}/{split}", unit="inst", disable=not progress,
+                    leave=False)
+    return [generate_instance(key, salt=salt) for key in iterator]
+
+
+# ---- the store ----------------------------------------------------------------------------------
+
+def _stem(path: str | os.PathLike) -> Path:
+    path = Path(path)
+    return path.with_suffix("") if path.suffix in (".npz", ".json") else path
+
+
+def _with(stem: Path, suffix: str) -> Path:
+    """``stem`` plus a suffix, keeping any dots already in the stem's name."""
+    return stem.parent / (stem.name + suffix)
+
+
+def _json_bytes(obj: Any) -> bytes:
+    return (json.dumps(obj, indent=1, allow_nan=False) + "\n").encode()
+
+
+def save_instance(instance: Instance, path: str | os.PathLike) -> Path:
+    """Write ``<stem>.npz`` (the array X) and ``<stem>.json`` (key, hash, record); return stem.
+
+    ``path`` may be the stem or either file name. Both files are written atomically.
+    """
+    stem = _stem(path)
+    document = {
+        "format_version": FORMAT_VERSION,
+        "key": instance.key.to_dict(),
+        "sealed": instance.sealed,
+        "sha256": instance.sha256,
+        "names": list(instance.names),
+        "shape": list(instance.X.shape),
+        "record": instance.record.to_dict(),
+    }
+    arrays = io.BytesIO()
+    np.savez(arrays, X=np.asarray(instance.X))
+    atomic_write_bytes(_with(stem, ".npz"), arrays.getvalue())
+    atomic_write_bytes(_with(stem, ".json"), _json_bytes(document))
+    return stem
+
+
+def _read_json(path: Path, what: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            document = json.load(handle)
+    except FileNotFoundError:
+        raise InstanceFormatError(f"{what} not found: {path}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InstanceFormatError(f"{what} {path} is truncated or not JSON ({exc})") from None
+    if not isinstance(document, dict):
+        raise InstanceFormatError(f"{what} {path} is not a JSON object")
+    version = document.get("format_version")
+    if version != FORMAT_VERSION:
+        raise InstanceFormatError(f"{what} {path} has format_version {version!r}; this code "
+                                  f"reads version {FORMAT_VERSION} (regenerate the files)")
+    return document
+
+
+def load_instance(path: str | os.PathLike) -> Instance:
+    """Read an instance written by :func:`save_instance`, verifying its SHA-256.
+
+    Raises :class:`InstanceFormatError` on a missing, truncated or corrupt file, an unknown
+    format version, or data whose hash does not match the record.
+    """
+    stem = _stem(path)
+    document = _read_json(_with(stem, ".json"), "instance record")
+    npz_path = _with(stem, ".npz")
+    try:
+        with np.load(npz_path, allow_pickle=False) as archive:
+            X = archive["X"]
+    except FileNotFoundError:
+        raise InstanceFormatError(f"instance data not found: {npz_path}") from None
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError) as exc:
+        raise InstanceFormatError(f"instance data {npz_path} is truncated or corrupt "
+                                  f"({type(exc).__name__}: {exc})") from None
+    try:
+        key = InstanceKey.from_dict(document["key"])
+        record = HiddenRecord.from_dict(document["record"])
+        names = tuple(str(n) for n in document["names"])
+        expected_hash = str(document["sha256"])
+        sealed = bool(document.get("sealed", False))
+    except (KeyError, TypeError, HeuresisError) as exc:
+        raise InstanceFormatError(f"instance record {stem}.json is malformed: {exc}") from None
+    if X.dtype != np.float64 or X.ndim != 2 or list(X.shape) != [key.n, key.d]:
+        raise InstanceFormatError(f"instance data {npz_path} has shape {X.shape} and dtype "
+                                  f"{X.dtype}; the key says ({key.n}, {key.d}) float64")
+    if names != record.dag.names or len(names) != key.d:
+        raise InstanceFormatError(f"instance record {stem}.json: column names do not match "
+                                  "the record's graph")
+    actual_hash = data_sha256(X)
+    if actual_hash != expected_hash:
+        raise InstanceFormatError(f"instance {stem}: SHA-256 of the data ({actual_hash[:16]}…) "
+                                  f"does not match the record ({expected_hash[:16]}…); the "
+                                  "files were modified or mixed up")
+    return Instance(key=key, X=_frozen(X), names=names, sha256=actual_hash, record=record,
+                    sealed=sealed)
+
+
+def save_split(instances: Iterable[Instance], directory: str | os.PathLike) -> Path:
+    """Save instances under ``directory`` (one JSON + NPZ pair each) and a manifest listing
+    their keys, file stems and hashes; the manifest is written last."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    entries = []
+    for instance in instances:
+        save_instance(instance, directory / instance.key.slug)
+        entries.append({"key": instance.key.to_dict(), "file": instance.key.slug,
+                        "sha256": instance.sha256, "sealed": instance.sealed})
+    manifest = {"format_version": FORMAT_VERSION, "generator_version": GENERATOR_VERSION,
+                "count": len(entries), "instances": entries}
+    path = directory / MANIFEST_NAME
+    atomic_write_bytes(path, _json_bytes(manifest))
+    return path
+
+
+def load_split(directory: str | os.PathLike) -> list[Instance]:
+    """Load every instance listed in ``directory``'s manifest, in manifest order, checking
+    each against the manifest's hash."""
+    directory = Path(directory)
+    manifest = _read_json(directory / MANIFEST_NAME, "split manifest")
+    try:
+        entries = list(manifest["instances"])
+    except (KeyError, TypeError):
+        raise InstanceFormatError(f"split manifest in {directory} has no instance list") from None
+    instances = []
+    for entry in entries:
+        try:
+            stem, expected_hash = directory / str(entry["file"]), str(entry["sha256"])
+        except (KeyError, TypeError):
+            raise InstanceFormatError(f"split manifest in {directory}: bad entry {entry!r}") \
+                from None
+        instance = load_instance(stem)
+        if instance.sha256 != expected_hash:
+            raise InstanceFormatError(f"{stem}: data hash differs from the split manifest's "
+                                      "(the instance file was replaced)")
+        instances.append(instance)
+    return instances
+
+
+def split_directory(root: str | os.PathLike, family: str, split: str) -> Path:
+    """Where ``heuresis generate`` puts a split: ``<root>/<family>/<split>``."""
+    return Path(root) / family / split
+
+
+__all__: Sequence[str] = (
+    "FORMAT_VERSION", "GENERATOR_VERSION", "SPLIT_SIZES", "HiddenRecord", "Instance",
+    "InstanceKey", "generate_instance", "generate_split", "instance_rngs", "key_seed_sequence",
+    "cached_instance", "load_instance", "load_split", "save_instance", "save_split", "split_directory",
+)

@@ -1,0 +1,226 @@
+"""Where a policy's edges came from (Table 4): the algorithm outputs it called, re-run.
+
+For every episode with a trace, the report reads the successful ``run_algorithm`` calls,
+re-runs each through :func:`heuresis_env.discovery.algorithms.run_algorithm` with the seed the tool
+used (so the output is the one the policy saw; results are cached on disk under the tool's own
+cache keys, so outputs the episode already computed are read back), and compares the final
+graph with PC-KCI's output on the instance:
+
+- the **added edges**: pairs adjacent in the final graph but not in PC-KCI's output;
+- the added edges that appear in **no output the policy called** (partial outputs count on the
+  pairs they cover);
+- the **merge of the called outputs**: merge_k over the full-variable outputs of the episode,
+  with k chosen per policy and family in hindsight (merge*; an episode with fewer outputs than
+  k merges with all of them, min(k, K)).
+
+The hidden record is read to score graphs and count true edges; only the report does that.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from heuresis_env.discovery.algorithms import cached_run_algorithm
+from heuresis_env.discovery.graph_merge import best_k, merge_k
+from heuresis_env.errors import HeuresisError
+from heuresis_env.evaluation.run_format import (
+    EpisodeRecord,
+    InstanceId,
+    RunDirectory,
+    regenerate_instance,
+)
+from heuresis_env.graphs import Graph
+from heuresis_env.metrics import adjacency_f1
+from heuresis_env.seeding import int31_seed
+from heuresis_env.trace_files import read_trace
+
+#: the one key of the tool's argument record that names the algorithm
+_RUN_ALGORITHM = "run_algorithm"
+
+
+# ---- instances ----------------------------------------------------------------------------------
+
+# ---- algorithm calls ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class AlgorithmCall:
+    """One successful ``run_algorithm`` call of an episode, as its trace records it."""
+
+    step: int
+    name: str
+    params: dict[str, Any]
+    variables: tuple[str, ...] | None
+
+    @property
+    def signature(self) -> str:
+        import json
+
+        return json.dumps([self.name, self.params, self.variables], sort_keys=True, default=str)
+
+
+def algorithm_calls(trace_path: str | os.PathLike) -> list[AlgorithmCall]:
+    """The successful ``run_algorithm`` calls recorded in a trace file, in step order."""
+
+    trace = read_trace(trace_path)
+    calls = []
+    for record in trace.steps:
+        if record.get("tool") != _RUN_ALGORITHM or record.get("error"):
+            continue
+        args = record.get("args") or {}
+        if not isinstance(args, dict) or not isinstance(args.get("name"), str):
+            continue
+        variables = args.get("variables")
+        calls.append(AlgorithmCall(
+            step=int(record.get("step", 0)), name=args["name"],
+            params=dict(args.get("params") or {}),
+            variables=None if variables is None else tuple(str(v) for v in variables)))
+    return calls
+
+
+def called_output(instance, call: AlgorithmCall):
+    """The :class:`~heuresis_env.discovery.algorithms.AlgorithmResult` the call returned in its episode.
+
+    Same data, arguments and seed as the ``run_algorithm`` tool, through the same cache
+    (:func:`~heuresis_env.discovery.algorithms.cached_run_algorithm`): an output the episode
+    computed is read back, not recomputed.
+    """
+    variables = None if call.variables is None else list(call.variables)
+    return cached_run_algorithm(call.name, instance.X, instance.names, instance.sha256,
+                                call.params, variables, int31_seed(instance.sha256))
+
+
+def pc_kci_output(instance) -> Graph:
+    """PC-KCI's output on the instance (α = 0.05), cached like a tool call."""
+    result = called_output(instance, AlgorithmCall(0, "pc-kci", {}, None))
+    if not result.ok:
+        raise HeuresisError(f"PC-KCI failed on instance {instance.key}: {result.error}")
+    return result.graph
+
+
+# ---- per-episode provenance --------------------------------------------------------------------
+
+@dataclass
+class EpisodeProvenance:
+    """The edges one episode added to PC-KCI's output and the outputs it called."""
+
+    episode: EpisodeRecord
+    n_calls: int
+    n_added: int
+    n_added_true: int
+    n_added_unexplained: int        # added edges in no called output
+    n_added_unexplained_true: int
+    final_f1: float
+    pc_kci_f1: float
+    full_outputs: list[Graph] = field(default_factory=list)
+    true_dag: Graph | None = None
+
+
+def episode_provenance(run: RunDirectory, episode: EpisodeRecord) -> EpisodeProvenance | None:
+    """Provenance of one episode, or None when it has no trace or no final graph."""
+
+    if episode.trace_path is None or not episode.trace_path.is_file() or not episode.final_graph:
+        return None
+    instance = regenerate_instance(run, episode.instance, episode.instance_sha256)
+    names = instance.names
+    true_dag = instance.record.dag
+    final = Graph.from_dict(dict(episode.final_graph))
+    if set(final.names) != set(names):
+        raise HeuresisError(f"{run.path}: the final graph of {episode.episode_id} is over "
+                            f"{list(final.names)}, the instance over {list(names)}")
+    final = final.restricted(names)
+    pc_graph = pc_kci_output(instance)
+    calls = algorithm_calls(episode.trace_path)
+    covered = np.zeros((len(names), len(names)), dtype=bool)
+    full_outputs: list[Graph] = []
+    seen: set[str] = set()
+    for call in calls:
+        if call.signature in seen:
+            continue
+        seen.add(call.signature)
+        result = called_output(instance, call)
+        if not result.ok:
+            continue
+        embedded = result.full_graph(names)
+        covered |= embedded.skeleton()
+        if call.variables is None or set(call.variables) == set(names):
+            full_outputs.append(embedded)
+    added = np.triu(final.skeleton() & ~pc_graph.skeleton(), 1)
+    truth = true_dag.skeleton()
+    unexplained = added & ~covered
+    return EpisodeProvenance(
+        episode=episode, n_calls=len(calls),
+        n_added=int(added.sum()), n_added_true=int((added & truth).sum()),
+        n_added_unexplained=int(unexplained.sum()),
+        n_added_unexplained_true=int((unexplained & truth).sum()),
+        final_f1=adjacency_f1(final, true_dag), pc_kci_f1=adjacency_f1(pc_graph, true_dag),
+        full_outputs=full_outputs, true_dag=true_dag)
+
+
+@dataclass
+class ProvenanceCell:
+    """Table 4's numbers for one policy on one family (or all families)."""
+
+    label: str
+    family: str
+    n_episodes: int
+    n_without_trace: int
+    n_calls: int
+    n_added: int
+    n_added_true: int
+    n_added_unexplained: int
+    n_added_unexplained_true: int
+    n_merge_episodes: int
+    merge_k: int | None
+    merge_f1: float
+    policy_f1_on_merge_episodes: float
+    pc_kci_f1: float
+    merge_f1_by_k: list[float]
+    merge_instances: list[InstanceId]
+    merge_instance_f1: list[float]
+    policy_instance_f1: list[float]
+
+
+def _instance_means(keys: Sequence[InstanceId], values: Sequence[float]
+                    ) -> tuple[list[InstanceId], list[float]]:
+    sums: dict[InstanceId, list[float]] = {}
+    for key, value in zip(keys, values, strict=True):
+        sums.setdefault(key, []).append(value)
+    ordered = list(sums)
+    return ordered, [float(np.mean(sums[k])) for k in ordered]
+
+
+def provenance_cell(label: str, family: str,
+                    items: Sequence[EpisodeProvenance], n_without_trace: int) -> ProvenanceCell:
+    """Sum the episodes' counts and choose merge* over the episodes with a full output."""
+
+    mergeable = [p for p in items if p.full_outputs]
+    k_best, means = None, []
+    merge_values: list[float] = []
+    if mergeable:
+        k_best, means = best_k([p.full_outputs for p in mergeable],
+                               [p.true_dag for p in mergeable], adjacency_f1, clip=True)
+        merge_values = [adjacency_f1(merge_k(p.full_outputs, min(k_best, len(p.full_outputs))),
+                                     p.true_dag) for p in mergeable]
+    keys = [p.episode.instance for p in mergeable]
+    merge_instances, merge_instance_f1 = _instance_means(keys, merge_values)
+    _, policy_instance_f1 = _instance_means(keys, [p.final_f1 for p in mergeable])
+    return ProvenanceCell(
+        label=label, family=family, n_episodes=len(items), n_without_trace=n_without_trace,
+        n_calls=sum(p.n_calls for p in items),
+        n_added=sum(p.n_added for p in items),
+        n_added_true=sum(p.n_added_true for p in items),
+        n_added_unexplained=sum(p.n_added_unexplained for p in items),
+        n_added_unexplained_true=sum(p.n_added_unexplained_true for p in items),
+        n_merge_episodes=len(mergeable), merge_k=k_best,
+        merge_f1=float(np.mean(merge_instance_f1)) if merge_instance_f1 else math.nan,
+        policy_f1_on_merge_episodes=(float(np.mean(policy_instance_f1)) if policy_instance_f1
+                                     else math.nan),
+        pc_kci_f1=float(np.mean([p.pc_kci_f1 for p in items])) if items else math.nan,
+        merge_f1_by_k=means, merge_instances=merge_instances,
+        merge_instance_f1=merge_instance_f1, policy_instance_f1=policy_instance_f1)

@@ -1,0 +1,177 @@
+"""Policies for the evaluation tests, given to the runner as ``tests.evaluation.eval_policies:NAME``.
+
+They are real policies driving real environments: one reads marginal Fisher-z tests from the
+data and submits the dependent pairs (deterministic), others sleep past the wall budget,
+raise, report tokens, or try to change the budgets the runner imposes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import time
+from dataclasses import replace
+from typing import Any
+
+from heuresis_env.policy import EpisodeSettings, Policy
+
+
+class FisherSkeleton(Policy):
+    """Test every pair marginally with Fisher-z, add the dependent pairs undirected, submit.
+
+    Deterministic: the graph is a function of the instance's data only. ``sleep`` slows each
+    action (to kill a run mid-way); ``fail_on_index`` makes the policy raise on that instance
+    after its first edit (the working graph then has that edge).
+    """
+
+    name = "fisher-skeleton"
+
+    def __init__(self, alpha: float = 0.01, sleep: float = 0.0, fail_on_index: int | None = None):
+        self.alpha = alpha
+        self.sleep = sleep
+        self.fail_on_index = fail_on_index
+
+    def reset(self, observation: Any, info: dict[str, Any]) -> None:
+        d = observation["working_graph"].shape[0]
+        self.names = [f"X{i + 1}" for i in range(d)]
+        self.to_test = list(itertools.combinations(self.names, 2))
+        self.dependent: list[tuple[str, str]] = []
+        self.pending: tuple[str, str] | None = None
+        self.edits = 0
+        self.index = info["instance_index"]
+
+    def act(self, observation: Any, info: dict[str, Any]) -> Any:
+        if self.sleep:
+            time.sleep(self.sleep)
+        if self.pending is not None:
+            if info.get("error") is None and info["data"]["p_value"] < self.alpha:
+                self.dependent.append(self.pending)
+            self.pending = None
+        if self.to_test:
+            self.pending = self.to_test.pop(0)
+            x, y = self.pending
+            return {"tool": "ci_test", "args": {"x": x, "y": y, "method": "fisherz"}}
+        if self.edits and self.index == self.fail_on_index:
+            raise RuntimeError(f"scripted failure on instance {self.index}")
+        if self.dependent:
+            x, y = self.dependent.pop(0)
+            self.edits += 1
+            return {"tool": "add_edge", "args": {"x": x, "y": y, "directed": False}}
+        return {"tool": "submit", "args": {}}
+
+
+def fisher_skeleton(**options: Any) -> FisherSkeleton:
+    """A factory, the form entry points take."""
+    return FisherSkeleton(**options)
+
+
+class NeverSubmits(Policy):
+    """Calls ``describe_data`` forever, each call after ``sleep`` seconds."""
+
+    name = "never-submits"
+
+    def __init__(self, sleep: float = 0.0):
+        self.sleep = sleep
+
+    def act(self, observation: Any, info: dict[str, Any]) -> Any:
+        time.sleep(self.sleep)
+        return {"tool": "describe_data", "args": {}}
+
+
+class AddsThenHangs(Policy):
+    """Adds X1 --- X2, then blocks in ``act`` far longer than any wall budget."""
+
+    name = "adds-then-hangs"
+
+    def reset(self, observation: Any, info: dict[str, Any]) -> None:
+        self.added = False
+
+    def act(self, observation: Any, info: dict[str, Any]) -> Any:
+        if not self.added:
+            self.added = True
+            return {"tool": "add_edge", "args": {"x": "X1", "y": "X2", "directed": False}}
+        try:
+            time.sleep(600)
+        except Exception:  # noqa: BLE001 - a policy that swallows errors must still be stopped
+            pass
+        return {"tool": "submit", "args": {}}
+
+
+class ChangesBudgetsInConfigure(Policy):
+    """Tries to give itself a larger step budget when configured."""
+
+    def configure(self, settings: EpisodeSettings) -> None:
+        self.settings = replace(settings, max_steps=settings.max_steps * 100)
+
+    def act(self, observation: Any, info: dict[str, Any]) -> Any:
+        return {"tool": "submit", "args": {}}
+
+
+class ChangesBudgetsMidEpisode(Policy):
+    """Raises its own step and token budgets at reset, then never submits."""
+
+    def reset(self, observation: Any, info: dict[str, Any]) -> None:
+        self.settings = replace(self.settings, max_steps=10_000, token_budget_per_turn=10**6)
+
+    def act(self, observation: Any, info: dict[str, Any]) -> Any:
+        return {"tool": "show_graph", "args": {}}
+
+
+class ReportsUsage(Policy):
+    """Submits after one tool call, reporting tokens, cost and a transcript like a model would."""
+
+    name = "reports-usage"
+
+    def reset(self, observation: Any, info: dict[str, Any]) -> None:
+        self.turns: list[dict[str, Any]] = [{"role": "user", "content": observation["text"][:80]}]
+
+    def act(self, observation: Any, info: dict[str, Any]) -> Any:
+        action = ({"tool": "describe_data", "args": {}} if len(self.turns) == 1
+                  else {"tool": "submit", "args": {}})
+        self.turns.append({"role": "assistant", "content": action})
+        return action
+
+    def usage(self) -> dict[str, Any]:
+        turns = len(self.turns) - 1
+        return {"prompt_tokens": 100 * turns, "completion_tokens": 7 * turns,
+                "cost_usd": 0.001 * turns, "api_retries": 1}
+
+    def transcript(self) -> list[dict[str, Any]]:
+        return list(self.turns)
+
+
+class RLObserver(Policy):
+    """An RL-view policy: checks it gets the RL observation, then submits via the mask's last
+    valid action (the ``submit`` action is always valid)."""
+
+    interface = "rl"
+
+    def act(self, observation: Any, info: dict[str, Any]) -> Any:
+        missing = {"adjacency", "evidence", "budget_left"} - set(observation)
+        if missing:
+            raise TypeError(f"expected the RL view's observation, missing {sorted(missing)}")
+        d = int(round(observation["adjacency"].size ** 0.5))
+        pairs = d * (d - 1) // 2
+        return 3 * pairs + d * (d - 1)  # add, remove, test per pair; orient per ordered pair
+
+
+class KillsItsProcess(FisherSkeleton):
+    """Like :class:`FisherSkeleton`, but its process dies (as if out of memory) on instance 1."""
+
+    def act(self, observation: Any, info: dict[str, Any]) -> Any:
+        if self.index == 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().act(observation, info)
+
+
+class BrokenFactory:
+    """Not a Policy: the runner must refuse what it builds."""
+
+    def __init__(self, **options: Any):
+        self.options = options
+
+
+def fails_in_worker(**options: Any) -> Policy:
+    """A factory that fails when the policy is built (in a worker process)."""
+    raise RuntimeError("this policy cannot be built here")

@@ -24,7 +24,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=600)
     args = parser.parse_args()
 
-    env = gym.make(f"Heuresis-{args.family}-v0", split="dev", d=args.d, n=args.n, max_steps=10)
+    env = gym.make(f"Heuresis-{args.family}-v0", split="dev", d=args.d, n=args.n)
     observation, info = env.reset(seed=0, options={"index": args.index})
     print(observation["text"][:600], "…\n")
 

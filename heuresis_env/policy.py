@@ -19,6 +19,12 @@ from typing import Any
 
 import gymnasium as gym
 
+from heuresis_env.budgets import (
+    DEFAULT_MAX_SECONDS,
+    DEFAULT_MAX_STEPS,
+    DEFAULT_TOKEN_BUDGET_PER_TURN,
+)
+
 
 @dataclass(frozen=True)
 class EpisodeSettings:
@@ -29,9 +35,9 @@ class EpisodeSettings:
     what does not apply to them, but they receive the same object.
     """
 
-    max_steps: int = 50
-    max_seconds: float = 600.0
-    token_budget_per_turn: int = 4096
+    max_steps: int = DEFAULT_MAX_STEPS
+    max_seconds: float = DEFAULT_MAX_SECONDS
+    token_budget_per_turn: int = DEFAULT_TOKEN_BUDGET_PER_TURN
     prompt_level: int = 1
     target: str = "none"
     guided: bool = False

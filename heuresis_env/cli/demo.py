@@ -19,6 +19,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from heuresis_env.budgets import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STEPS
 from heuresis_env.evaluation import evaluate
 from heuresis_env.evaluation.policies import make_policy, registered_policies
 from heuresis_env.policy import EpisodeSettings
@@ -46,8 +47,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n", type=int, default=200,
                         help="rows per instance (default 200; the benchmark's default is 600)")
     parser.add_argument("--workers", type=int, default=2, help="parallel worker processes")
-    parser.add_argument("--max-steps", type=int, default=40, help="step budget per episode")
-    parser.add_argument("--max-seconds", type=float, default=600.0, help="wall budget per episode")
+    parser.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS,
+                        help=f"step budget per episode (default {DEFAULT_MAX_STEPS})")
+    parser.add_argument("--max-seconds", type=float, default=DEFAULT_MAX_SECONDS,
+                        help=f"wall budget per episode (default {DEFAULT_MAX_SECONDS:g} s)")
     parser.add_argument("--policies", default=None,
                         help="comma-separated policy names (default: the main job's list)")
     parser.add_argument("--rl-model", type=Path, default=None,

@@ -16,6 +16,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from heuresis_env.budgets import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STEPS
 from heuresis_env.env.referee import PublicInstance, open_instance
 from heuresis_env.env.render import draw_graphs
 from heuresis_env.env.rl_view import RLInterface, RLOutcome
@@ -167,8 +168,8 @@ class HeuresisEnv(gym.Env):
     | `family`       | **str**       | (id)     | mechanism family                                     |
     | `split`        | **str**       | `"dev"`  | `"dev"` (100 instances) or `"test"` (32)             |
     | `guided`       | **bool**      | `False`  | start from PC-KCI's output; `deletion_log` offered   |
-    | `max_steps`    | **int**       | `100`    | step budget (tool calls + edits + rejected actions)  |
-    | `max_seconds`  | **float**     | `1800`   | wall-time budget per episode; `None` for none        |
+    | `max_steps`    | **int**       | `50`     | step budget (tool calls + edits + rejected actions)  |
+    | `max_seconds`  | **float**     | `600`    | wall-time budget per episode; `None` for none        |
     | `target`       | **str**       | `"none"` | stated target: `"none"`, `"cpdag"` or `"dag"`        |
     | `toolbox`      | **str**       | `"full"` | `"minimal"` lacks run_code, stability, orientation_probe |
     | `reward`       | **str**       | `"f1"`   | `"f1"` at the end, or `"shaped"` (ΔF1 per edit)      |
@@ -196,7 +197,8 @@ class HeuresisEnv(gym.Env):
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
     def __init__(self, family: str = "lg", split: str = "dev", guided: bool = False,
-                 max_steps: int = 100, max_seconds: float | None = 1800.0,
+                 max_steps: int = DEFAULT_MAX_STEPS,
+                 max_seconds: float | None = DEFAULT_MAX_SECONDS,
                  target: str = "none", toolbox: str = "full", reward: str = "f1",
                  d: int = 10, n: int = 600, graph_model: str = "er", interface: str = "text",
                  indices: Sequence[int] | None = None, render_mode: str | None = None,

@@ -238,41 +238,45 @@ def _check_settings(n_resamples: int, confidence: float) -> None:
         raise HeuresisError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
 
 
-def _percentile_result(resampled_means: np.ndarray, mean: float, confidence: float,
-                       n: int, n_dropped: int, n_resamples: int) -> BootstrapResult:
-    tail = (1.0 - confidence) / 2.0
-    low, high = np.quantile(resampled_means, [tail, 1.0 - tail])
-    standard_error = float(np.std(resampled_means, ddof=1)) if n_resamples > 1 else 0.0
-    return BootstrapResult(float(mean), float(low), float(high), float(confidence),
-                           standard_error, n, n_dropped, int(n_resamples))
-
-
 def _empty_result(confidence: float, n_dropped: int, n_resamples: int) -> BootstrapResult:
     return BootstrapResult(math.nan, math.nan, math.nan, float(confidence), math.nan, 0,
                            n_dropped, int(n_resamples))
 
 
-# Resampled means are computed in blocks of at most this many index-matrix cells (32 MB of
-# float64), so 10,000 resamples of a few hundred instances take a single vectorized block.
-_BLOCK_CELLS = 1 << 22
+#: resamples are drawn in batches of at most this many index-matrix cells (32 MB of float64)
+_BATCH_CELLS = 1 << 22
 
 
-def _resampled_means(rng: np.random.Generator, values: np.ndarray,
-                     n_resamples: int) -> np.ndarray:
-    """Means of ``n_resamples`` resamples (with replacement) of ``values``.
+def _percentile_bootstrap(samples: tuple[np.ndarray, ...], statistic, rng: np.random.Generator,
+                          n_resamples: int, confidence: float, n_dropped: int
+                          ) -> BootstrapResult:
+    """``scipy.stats.bootstrap`` with the percentile method, as a :class:`BootstrapResult`.
 
-    The draws are one (n_resamples × n) index matrix, generated in row blocks only when it
-    would not fit in memory; the block size depends on n alone, so a seed fixes the result.
+    Each sample is resampled independently (one sample: the paired differences). A sample of
+    one value has no spread: its interval is the value itself.
     """
-    n = values.size
-    dtype = np.int32 if n < 2**31 else np.int64
-    rows_per_block = max(1, _BLOCK_CELLS // n)
-    means = np.empty(n_resamples, dtype=np.float64)
-    for start in range(0, n_resamples, rows_per_block):
-        stop = min(start + rows_per_block, n_resamples)
-        indices = rng.integers(0, n, size=(stop - start, n), dtype=dtype)
-        means[start:stop] = values[indices].mean(axis=1)
-    return means
+    from scipy.stats import bootstrap
+
+    point = float(statistic(*samples, axis=-1))
+    n = int(sum(sample.size for sample in samples))
+    if any(sample.size < 2 for sample in samples):
+        return BootstrapResult(point, point, point, float(confidence), 0.0, n, n_dropped,
+                               int(n_resamples))
+    result = bootstrap(samples, statistic, vectorized=True, paired=False, axis=-1,
+                       n_resamples=int(n_resamples), confidence_level=confidence,
+                       method="percentile", random_state=rng,
+                       batch=max(1, _BATCH_CELLS // max(s.size for s in samples)))
+    interval = result.confidence_interval
+    return BootstrapResult(point, float(interval.low), float(interval.high), float(confidence),
+                           float(result.standard_error), n, n_dropped, int(n_resamples))
+
+
+def _mean(values: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.mean(values, axis=axis)
+
+
+def _difference_of_means(first: np.ndarray, second: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.mean(first, axis=axis) - np.mean(second, axis=axis)
 
 
 def paired_bootstrap(a: object, b: object | None = None, n_resamples: int = 10_000,
@@ -281,7 +285,8 @@ def paired_bootstrap(a: object, b: object | None = None, n_resamples: int = 10_0
     """Mean of ``a`` (or of ``a − b``, instance by instance) with a percentile bootstrap interval.
 
     ``a[i]`` and ``b[i]`` are two policies' scores on the same instance i; each resample draws
-    instances with replacement and uses the SAME draw for both (one index matrix, no loop).
+    instances with replacement and uses the SAME draw for both (the differences are resampled,
+    by ``scipy.stats.bootstrap`` with the percentile method).
     Instances where ``a`` or ``b`` is NaN are dropped as a pair before resampling (reported in
     ``n_dropped``); if none remain the result is all NaN. Draws come from ``rng``, else from a
     generator seeded with ``seed`` (0 by default), so results are reproducible.
@@ -299,9 +304,7 @@ def paired_bootstrap(a: object, b: object | None = None, n_resamples: int = 10_0
     n_dropped = int(values.size - kept.size)
     if kept.size == 0:
         return _empty_result(confidence, n_dropped, n_resamples)
-    resampled_means = _resampled_means(generator, kept, int(n_resamples))
-    return _percentile_result(resampled_means, kept.mean(), confidence, int(kept.size),
-                              n_dropped, n_resamples)
+    return _percentile_bootstrap((kept,), _mean, generator, n_resamples, confidence, n_dropped)
 
 
 def bootstrap_mean_ci(values: object, n_resamples: int = 10_000, confidence: float = 0.95,
@@ -328,8 +331,5 @@ def unpaired_bootstrap(a: object, b: object, n_resamples: int = 10_000,
     n_dropped = int(first.size - first_kept.size + second.size - second_kept.size)
     if first_kept.size == 0 or second_kept.size == 0:
         return _empty_result(confidence, n_dropped, n_resamples)
-    resampled_differences = (_resampled_means(generator, first_kept, int(n_resamples))
-                             - _resampled_means(generator, second_kept, int(n_resamples)))
-    difference = first_kept.mean() - second_kept.mean()
-    return _percentile_result(resampled_differences, difference, confidence,
-                              int(first_kept.size + second_kept.size), n_dropped, n_resamples)
+    return _percentile_bootstrap((first_kept, second_kept), _difference_of_means, generator,
+                                 n_resamples, confidence, n_dropped)

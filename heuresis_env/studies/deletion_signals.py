@@ -94,22 +94,16 @@ def _scores_and_labels(scores: Any, labels: Any) -> tuple[np.ndarray, np.ndarray
 
 
 def roc_auc(scores: Any, labels: Any) -> float:
-    """Area under the ROC curve: P(score of a positive > score of a negative), ties ½.
-
-    The Mann–Whitney form with average ranks (equal to ``sklearn.metrics.roc_auc_score``).
-    NaN scores are left out; NaN when a class is empty.
-    """
-    from scipy.stats import rankdata
+    """Area under the ROC curve: P(score of a positive > score of a negative), ties ½
+    (``sklearn.metrics.roc_auc_score``). NaN scores are left out; NaN when a class is empty."""
+    from sklearn.metrics import roc_auc_score
 
     scores, labels = _scores_and_labels(scores, labels)
     kept = ~np.isnan(scores)
     scores, labels = scores[kept], labels[kept]
-    positives, negatives = int(labels.sum()), int((~labels).sum())
-    if positives == 0 or negatives == 0:
+    if labels.all() or not labels.any():
         return math.nan
-    ranks = rankdata(scores)
-    return float((ranks[labels].sum() - positives * (positives + 1) / 2)
-                 / (positives * negatives))
+    return float(roc_auc_score(labels, scores))
 
 
 @dataclass(frozen=True)

@@ -1088,7 +1088,7 @@ def _versions() -> dict[str, str]:
     import sb3_contrib
     import stable_baselines3
 
-    from heuresis_env import __version__
+    from heuresis_env.version import __version__
 
     return {"heuresis": __version__, "stable_baselines3": stable_baselines3.__version__,
             "sb3_contrib": sb3_contrib.__version__, "torch": torch.__version__,

@@ -13,9 +13,8 @@ from pathlib import Path
 
 from baselines.family_table import compute_family_table, format_family_table
 from baselines.reference import REFERENCE_ALGORITHMS
-from heuresis_env.discovery.algorithms import get_algorithm
-from heuresis_env.generation.families import available_families, get_family
-from heuresis_env.generation.instances import SPLIT_SIZES
+from heuresis_env.discovery import get_algorithm
+from heuresis_env.generation import SPLIT_SIZES, available_families, get_family
 
 HELP = "Reference results per family: algorithms, BCA, oracle, merge*, headrooms."
 

@@ -1,6 +1,6 @@
 """The ideal oracle: PC-KCI's output with every true edge it wrongly deleted restored.
 
-It is the ceiling for repairing deletions, not for the task (spec section 2). A restored
+It is the ceiling for repairing deletions, not for the task (docs/scores.md). A restored
 edge gets its true direction (the oracle knows it); adjacency F1 does not depend on that
 choice, SHD does — documented in docs/scores.md.
 """
@@ -8,8 +8,8 @@ choice, SHD does — documented in docs/scores.md.
 from __future__ import annotations
 
 from baselines.reference import reference_record
-from heuresis_env.discovery.pc import Deletion
-from heuresis_env.generation.instances import Instance
+from heuresis_env.discovery import Deletion
+from heuresis_env.generation import Instance
 from heuresis_env.graphs import Graph
 
 

@@ -27,10 +27,10 @@ from baselines.merges import merge_k
 from baselines.oracle import ideal_oracle
 from baselines.reference import REFERENCE_ALGORITHMS, reference_record
 from baselines.selection import select_bca
-from heuresis_env.discovery.algorithms import get_algorithm
-from heuresis_env.env.toolbox.registry import MAX_LIST_ITEMS
+from heuresis_env.discovery import get_algorithm
+from heuresis_env.env import MAX_LIST_ITEMS
 from heuresis_env.errors import HeuresisError, UnknownNameError
-from heuresis_env.generation.instances import SPLIT_SIZES, InstanceKey, generate_instance
+from heuresis_env.generation import SPLIT_SIZES, InstanceKey, generate_instance
 from heuresis_env.graphs import EdgeMark, Graph
 from heuresis_env.policy import Policy
 

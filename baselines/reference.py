@@ -10,16 +10,16 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from heuresis_env import __version__
 from heuresis_env.cache import ResultCache, stable_hash
-from heuresis_env.discovery.algorithms import AlgorithmResult, run_algorithm
-from heuresis_env.generation.instances import Instance
+from heuresis_env.discovery import AlgorithmResult, run_algorithm
+from heuresis_env.generation import Instance
 from heuresis_env.metrics import score_graph
+from heuresis_env.version import __version__
 
 #: bump when a change here alters results (the package version is part of the key too)
 CODE_VERSION = "1"
 
-#: the algorithms of spec section 3, in the order tables list them
+#: the reference algorithms (docs/baselines.md), in the order tables list them
 REFERENCE_ALGORITHMS: tuple[str, ...] = (
     "pc-fisherz", "pc-kci", "ges", "fci", "direct-lingam", "anm",
     "notears", "notears-mlp", "grasp", "boss",

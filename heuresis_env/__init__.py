@@ -6,7 +6,8 @@ causal-learn's searches, dcor) load only when an algorithm or test that needs th
 """
 
 from heuresis_env.registration import register_envs
+from heuresis_env.version import __version__
 
-__version__ = "0.1.0"
+__all__ = ["__version__", "register_envs"]
 
 register_envs()

@@ -1,6 +1,6 @@
 """Scores of an output graph against the true DAG, and paired bootstrap intervals over instances.
 
-Conventions (spec section 2; ``docs/scores.md`` gives the full definitions):
+Conventions (``docs/scores.md`` gives the full definitions):
 
 - **Adjacency precision, recall, F1** compare skeletons, edges without direction or marks.
   Precision is ``nan`` over an empty prediction and recall ``nan`` over an empty true graph

@@ -1,4 +1,4 @@
-"""Gymnasium ids: ``Heuresis-{family}-v0`` for the six families of the spec's Table 2.
+"""Gymnasium ids: ``Heuresis-{family}-v0`` for the six families of ``docs/families.md``.
 
 Entry points are strings, so registering imports nothing heavy; the environment module loads
 at ``gym.make``. ``heuresis_env/__init__.py`` calls :func:`register_envs` on import.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import gymnasium as gym
 
-#: the families registered as ids (the spec's Table 2, in its order)
+#: the families registered as ids (``docs/families.md``, in its order)
 REGISTERED_FAMILIES = ("lg", "anm", "hetero", "wild", "mixed", "gauntlet")
 ENTRY_POINT = "heuresis_env.env.core:HeuresisEnv"
 VERSION = 0

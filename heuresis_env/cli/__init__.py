@@ -14,8 +14,8 @@ import argparse
 import importlib
 import sys
 
-from heuresis_env import __version__
 from heuresis_env.errors import HeuresisError
+from heuresis_env.version import __version__
 
 #: subcommand → module (added in the order a newcomer meets them)
 SUBCOMMANDS: dict[str, str] = {

@@ -1,4 +1,4 @@
-"""The reference causal-discovery algorithms behind one registry (spec section 3).
+"""The reference causal-discovery algorithms behind one registry (docs/baselines.md).
 
 Every algorithm is an :class:`AlgorithmSpec`: a name, the graph type it returns, its default
 parameters with a rule for each, and a runner given as a ``"module:function"`` path, so

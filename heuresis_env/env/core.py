@@ -40,7 +40,6 @@ from heuresis_env.evidence import EvidenceProvider, start_graph_for_edits
 from heuresis_env.generation.families import available_families
 from heuresis_env.generation.instances import SPLIT_SIZES, InstanceKey
 
-#: families of the spec's Table 2 (more can be registered; see ``families.register_family``)
 INTERFACES = ("text", "rl")
 REWARDS = ("f1", "shaped")
 SPLITS = ("dev", "test")

@@ -18,7 +18,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from heuresis_env import __version__
 from heuresis_env.errors import HeuresisError, RunFormatError
 from heuresis_env.evaluation.run_format import (
     CONFIG_NAME,
@@ -32,6 +31,7 @@ from heuresis_env.evaluation.run_format import (
     salt_digest,
 )
 from heuresis_env.files import atomic_write_bytes, json_line, json_safe
+from heuresis_env.version import __version__
 
 #: distributions whose versions a config records (those installed)
 RECORDED_PACKAGES = ("heuresis", "numpy", "scipy", "networkx", "gymnasium", "causal-learn",

@@ -3,8 +3,8 @@
 A family is a :class:`FamilySpec`: a root-noise entry and a list of mechanism entries, each
 entry a mechanism kind of :mod:`heuresis_env.generation.scm` plus parameter ranges. Every non-root node
 draws its entry independently and uniformly from the list (single-mechanism families have a
-one-entry list), then the entry's parameters from its ranges. The six families of the spec's
-Table 2 are rows of :data:`FAMILIES`; ``register_family`` adds a row, and nothing else
+one-entry list), then the entry's parameters from its ranges. The six families of
+``docs/families.md`` are rows of :data:`FAMILIES`; ``register_family`` adds a row, and nothing else
 changes — :func:`sample_scm` has no per-family code path.
 """
 
@@ -120,7 +120,7 @@ def _maps(noise: tuple[float, float]) -> list[MechanismEntry]:
 
 _LINEAR_WEIGHT = (0.5, 2.0)
 
-#: The families of the spec's Table 2 (name → spec); ``register_family`` adds more.
+#: The families of ``docs/families.md`` (name → spec); ``register_family`` adds more.
 FAMILIES: dict[str, FamilySpec] = {}
 
 

@@ -1,6 +1,6 @@
 """The report's tables, each as data (numbers per row) and as Markdown.
 
-Conventions (spec section 2, ``docs/scores.md``, ``docs/reports.md``):
+Conventions (``docs/scores.md``, ``docs/reports.md``):
 
 - the unit of every mean and every bootstrap is the **instance**: an arm's score on an
   instance is the mean over its repeats there; a cell's mean is the mean over instances;

@@ -1,6 +1,6 @@
 """The code tool: agent-written Python over the data, run by the sandbox in its own process.
 
-The sandbox (``heuresis_env.env.sandbox``) enforces the spec's section 7: no network, no file
+The sandbox (``heuresis_env.env.sandbox``) enforces the guarantees of ``docs/sandbox.md``: no network, no file
 outside its scratch folder, bounded CPU time, memory and output. A crash or a time-out of
 the agent's code is an ordinary result (its text says what happened), never an error of the
 environment. When the sandbox module is not installed the tool says so instead of running

@@ -118,6 +118,23 @@ class ResultCache:
             Path(tmp).unlink(missing_ok=True)
             raise
 
+    def get_or_compute(self, key: str, compute: Callable[[], Any]) -> Any:
+        """The stored value of ``key``, else ``compute()`` stored once: a file lock per key
+        makes a second process wait and read the first one's result."""
+        value = self.get(key)
+        if value is not None:
+            return value
+        if cache_disabled():
+            return compute()
+        lock_dir = self.directory / "locks"
+        lock_dir.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(lock_dir / f"{key}.lock")):
+            value = self.get(key)
+            if value is None:
+                value = compute()
+                self.set(key, value)
+        return value
+
 
 class RecordLog:
     """Append-only JSON lines ``{"k": key, "v": value}``; the last value of a key wins.

@@ -21,6 +21,7 @@ the generator's hidden record and the metrics all need it.
 from __future__ import annotations
 
 import itertools
+from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum, StrEnum
@@ -468,3 +469,52 @@ def cpdag_from_dag(dag: Graph | np.ndarray, names: Sequence[str] | None = None) 
     skeleton = a | a.T
     pdag = skeleton & ~(compelled.T)  # compelled i->k: drop k->i
     return pdag_to_graph(apply_meek_rules(pdag), names)
+
+
+# ---- paths in a directed graph ---------------------------------------------------------------
+
+def _ancestors_avoiding(directed: np.ndarray, target: int, avoid: int) -> dict[int, int]:
+    """Proper ancestors of ``target`` on directed paths that avoid ``avoid``: node → next hop."""
+    next_hop: dict[int, int] = {}
+    queue = deque([target])
+    while queue:
+        k = queue.popleft()
+        for parent in np.flatnonzero(directed[:, k]).tolist():
+            if parent in (avoid, target) or parent in next_hop:
+                continue
+            next_hop[parent] = k
+            queue.append(parent)
+    return next_hop
+
+
+def _path_down(next_hop: dict[int, int], start: int, target: int) -> list[int]:
+    path = [start]
+    while path[-1] != target:
+        path.append(next_hop[path[-1]])
+    return path
+
+
+def backdoor_path(directed: np.ndarray, i: int, j: int) -> tuple[list[int], int] | None:
+    """A back-door path i <- ... <- m -> ... -> j through a common cause m, open given the
+    empty set, or None (``directed[a, b]`` is True for a → b).
+
+    Returns the path (node indices from i to j) and the position of its source m.
+
+    Such a path exists exactly when some c is an ancestor of i on a path avoiding j and an
+    ancestor of j on a path avoiding i; splicing the two directed paths at their last shared
+    node gives a simple path without colliders.
+    """
+    to_i = _ancestors_avoiding(directed, i, j)
+    to_j = _ancestors_avoiding(directed, j, i)
+    common = sorted(set(to_i) & set(to_j))
+    if not common:
+        return None
+    c = common[0]
+    path_i = _path_down(to_i, c, i)  # c ... i
+    path_j = _path_down(to_j, c, j)  # c ... j
+    on_j = set(path_j)
+    split = max(k for k, node in enumerate(path_i) if node in on_j)
+    m = path_i[split]
+    left = path_i[split:]  # m ... i
+    right = path_j[path_j.index(m):]  # m ... j
+    return list(reversed(left)) + right[1:], len(left) - 1  # i ... m ... j

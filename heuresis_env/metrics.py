@@ -18,7 +18,8 @@ Conventions (``docs/scores.md`` gives the full definitions):
   CPDAG, so an output equal to the true CPDAG scores 0.
 
 Graphs are matched by variable *name*: the output may list the variables in another order, but
-both graphs must have the same set of names. This module imports only NumPy.
+both graphs must have the same set of names. This module imports only NumPy (and the standard
+library's ``statistics`` for the Wilson interval's normal quantile).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
@@ -43,6 +45,7 @@ __all__ = [
     "shd",
     "shd_cpdag",
     "unpaired_bootstrap",
+    "wilson_interval",
 ]
 
 # ---- graph scores -----------------------------------------------------------------------------
@@ -333,3 +336,28 @@ def unpaired_bootstrap(a: object, b: object, n_resamples: int = 10_000,
         return _empty_result(confidence, n_dropped, n_resamples)
     return _percentile_bootstrap((first_kept, second_kept), _difference_of_means, generator,
                                  n_resamples, confidence, n_dropped)
+
+
+def wilson_interval(values: object, confidence: float = 0.95) -> BootstrapResult:
+    """A share of successes (values in [0, 1], one per unit) with its Wilson score interval.
+
+    For accuracies over few questions, where a percentile bootstrap of all-correct answers
+    would give the empty interval [1, 1]. The mean of fractional values (repeats averaged per
+    unit) is treated as a share over ``n`` units. Returned as a :class:`BootstrapResult` with
+    ``n_resamples`` 0 (NaNs dropped, counted in ``n_dropped``).
+    """
+    _check_settings(1, confidence)
+    vector = _as_vector(values, "values")
+    kept = vector[~np.isnan(vector)]
+    n_dropped = int(vector.size - kept.size)
+    if kept.size == 0:
+        return _empty_result(confidence, n_dropped, 0)
+    if np.any((kept < 0) | (kept > 1)):
+        raise DataError("a Wilson interval needs shares in [0, 1]")
+    n, share = int(kept.size), float(kept.mean())
+    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    centre = (share + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return BootstrapResult(share, max(0.0, centre - half), min(1.0, centre + half),
+                           float(confidence), math.sqrt(share * (1 - share) / n), n, n_dropped,
+                           0)

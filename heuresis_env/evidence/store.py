@@ -10,9 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from filelock import FileLock
-
-from heuresis_env.cache import MemoCache, ResultCache, cache_disabled, cache_root, stable_hash
+from heuresis_env.cache import MemoCache, ResultCache, stable_hash
 
 #: bump when any computation of this package changes, so stale cache entries are not reused
 EVIDENCE_VERSION = 1
@@ -33,19 +31,7 @@ def cached_evidence(sha256: str, what: str, params: dict[str, Any],
         return value
     key = stable_hash({"sha256": sha256, "what": what, "params": params,
                        "version": EVIDENCE_VERSION})
-    store = ResultCache("evidence")
-    value = store.get(key)
-    if value is None:
-        if cache_disabled():
-            value = compute()
-        else:
-            lock_dir = cache_root() / "evidence" / "locks"
-            lock_dir.mkdir(parents=True, exist_ok=True)
-            with FileLock(str(lock_dir / f"{key}.lock")):
-                value = store.get(key)
-                if value is None:
-                    value = compute()
-                    store.set(key, value)
+    value = ResultCache("evidence").get_or_compute(key, compute)
     return _MEMORY.set(memory_key, value)
 
 

@@ -144,9 +144,16 @@ def key_seed_sequence(key: InstanceKey, salt: str | None = None) -> np.random.Se
     Dev and test keys differ in ``split``, which is hashed, so their seeds differ by
     construction; the salt enters only for the test split.
     """
-    digest = stable_hash(key.to_dict())
+    return salted_seed_sequence(key.to_dict(), key.split, salt)
+
+
+def salted_seed_sequence(payload: Mapping[str, Any], split: str,
+                         salt: str | None = None) -> np.random.SeedSequence:
+    """A root seed for anything drawn per split (instances, question sets): SHA-256 words of
+    ``payload``, and of the salt when ``split`` is a sealed test split."""
+    digest = stable_hash(dict(payload))
     entropy = [int(digest[i : i + 8], 16) for i in range(0, 64, 8)]
-    salt = resolve_salt(key.split, salt)
+    salt = resolve_salt(split, salt)
     if salt is not None:
         salt_digest = hashlib.sha256(f"heuresis-test-salt:{salt}".encode()).hexdigest()
         entropy += [int(salt_digest[i : i + 8], 16) for i in range(0, 64, 8)]
@@ -437,5 +444,6 @@ def split_directory(root: str | os.PathLike, family: str, split: str) -> Path:
 __all__: Sequence[str] = (
     "FORMAT_VERSION", "GENERATOR_VERSION", "SPLIT_SIZES", "HiddenRecord", "Instance",
     "InstanceKey", "generate_instance", "generate_split", "instance_rngs", "key_seed_sequence",
-    "cached_instance", "load_instance", "load_split", "save_instance", "save_split", "split_directory",
+    "salted_seed_sequence", "cached_instance", "load_instance", "load_split", "save_instance",
+    "save_split", "split_directory",
 )

@@ -507,6 +507,30 @@ class SCM:
                     stack.append(int(child))
         return [self.names[i] for i in sorted(seen)]
 
+    def ancestral_subset(self, names: Sequence[str]) -> SCM:
+        """The SCM over ``names`` and all their ancestors, in this SCM's column order.
+
+        Every node keeps its mechanism and stored constants (its parents are in the set), so
+        sampling the subset gives those columns the same distribution, interventional ones
+        included, at the cost of only the nodes they depend on.
+        """
+        keep: set[int] = set()
+        stack = [self.index(name) for name in names]
+        while stack:
+            node = stack.pop()
+            if node not in keep:
+                keep.add(node)
+                stack.extend(int(p) for p in np.nonzero(self.adjacency[:, node])[0])
+        order = sorted(keep)
+        position = {old: k for k, old in enumerate(order)}
+        return SCM(
+            names=tuple(self.names[i] for i in order),
+            adjacency=self.adjacency[np.ix_(order, order)],
+            mechanisms=tuple(self.mechanisms[i] for i in order),
+            column_means=None if self.column_means is None else self.column_means[order],
+            column_sds=None if self.column_sds is None else self.column_sds[order],
+            causal_order=tuple(position[i] for i in self.causal_order if i in keep))
+
     # ---- sampling ---------------------------------------------------------------------------
     def _simulate(self, n: int, rng: np.random.Generator, raw_interventions: Mapping[int, float],
                   calibrate: bool) -> tuple[np.ndarray, tuple[NodeMechanism, ...]]:

@@ -9,7 +9,6 @@ Under ``target="dag"`` or ``"cpdag"`` an edit that closes a directed cycle is re
 from __future__ import annotations
 
 import re
-from collections import deque
 from typing import Annotated
 
 import numpy as np
@@ -30,7 +29,7 @@ from heuresis_env.env.toolbox.registry import (
 )
 from heuresis_env.env.toolbox.state import EpisodeState
 from heuresis_env.errors import HeuresisError, UnknownNameError
-from heuresis_env.graphs import Edge, EdgeMark, Graph, has_directed_cycle
+from heuresis_env.graphs import Edge, EdgeMark, Graph, backdoor_path, has_directed_cycle
 
 #: targets under which a directed cycle is an invalid working graph
 ACYCLIC_TARGETS = ("cpdag", "dag")
@@ -444,52 +443,6 @@ def _collider(state: EpisodeState, args: QueryArgs) -> ToolResult:
         "possible": [state.names[k] for k in possible], "shielded": shielded})
 
 
-def _ancestors_avoiding(directed: np.ndarray, target: int, avoid: int) -> dict[int, int]:
-    """Proper ancestors of ``target`` on directed paths that avoid ``avoid``: node → next hop."""
-    next_hop: dict[int, int] = {}
-    queue = deque([target])
-    while queue:
-        k = queue.popleft()
-        for parent in np.flatnonzero(directed[:, k]).tolist():
-            if parent in (avoid, target) or parent in next_hop:
-                continue
-            next_hop[parent] = k
-            queue.append(parent)
-    return next_hop
-
-
-def _path_down(next_hop: dict[int, int], start: int, target: int) -> list[int]:
-    path = [start]
-    while path[-1] != target:
-        path.append(next_hop[path[-1]])
-    return path
-
-
-def backdoor_path(directed: np.ndarray, i: int, j: int) -> tuple[list[int], int] | None:
-    """A back-door path i <- ... <- m -> ... -> j open given the empty set, or None.
-
-    Returns the path (node indices from i to j) and the position of its source m.
-
-    Such a path exists exactly when some c is an ancestor of i on a path avoiding j and an
-    ancestor of j on a path avoiding i; splicing the two directed paths at their last shared
-    node gives a simple path without colliders.
-    """
-    to_i = _ancestors_avoiding(directed, i, j)
-    to_j = _ancestors_avoiding(directed, j, i)
-    common = sorted(set(to_i) & set(to_j))
-    if not common:
-        return None
-    c = common[0]
-    path_i = _path_down(to_i, c, i)  # c ... i
-    path_j = _path_down(to_j, c, j)  # c ... j
-    on_j = set(path_j)
-    split = max(k for k, node in enumerate(path_i) if node in on_j)
-    m = path_i[split]
-    left = path_i[split:]  # m ... i
-    right = path_j[path_j.index(m):]  # m ... j
-    return list(reversed(left)) + right[1:], len(left) - 1  # i ... m ... j
-
-
 def _confounder(state: EpisodeState, args: QueryArgs) -> ToolResult:
     graph, label, i, j = _query_graph(state, args)
     directed = state.directed_matrix(graph)
@@ -560,7 +513,8 @@ register_tool(Tool(
                 "pass the final graph as `edges` (as in set_graph) to replace the working "
                 "graph and submit in one step.",
     args_model=SubmitArgs, run=_submit, category="graph edit", edits_graph=True,
-    rl=RLSpec("submit", "none", make_args=lambda s, i, j: {})))
+    rl=RLSpec("submit", "none", make_args=lambda s, i, j: {}), tasks=("graph",),
+    ends_episode=True))
 register_tool(Tool(
     name="save_graph",
     description="Save a copy of the working graph in the graph memory under a name.",

@@ -405,15 +405,18 @@ def cached_run_algorithm(name: str, data: np.ndarray, names: Sequence[str], sha2
                          params: Mapping[str, Any] | None = None,
                          variables: Sequence[str] | None = None, seed: int = 0
                          ) -> AlgorithmResult:
-    """:func:`run_algorithm` cached by (data hash, name, params, variables, seed).
+    """:func:`run_algorithm` cached by (data hash, column names, name, params, variables, seed).
 
     Kept on disk for every process and episode, and in memory for this process's latest
     calls; the ``run_algorithm`` tool and the reports' provenance study read the same entries.
     """
     params = dict(params or {})
     variables = None if variables is None else list(variables)
-    key = stable_hash({"sha256": sha256, "algorithm": name, "params": params,
-                       "variables": variables, "seed": seed, "version": ALGORITHM_CACHE_VERSION})
+    identity = {"sha256": sha256, "algorithm": name, "params": params, "variables": variables,
+                "seed": seed, "version": ALGORITHM_CACHE_VERSION}
+    if tuple(names) != tuple(f"X{i + 1}" for i in range(len(names))):
+        identity["names"] = list(names)  # outputs are graphs over the names (decoy names)
+    key = stable_hash(identity)
     result = _RECENT.get(key)
     if result is None:
         store = ResultCache("run_algorithm")

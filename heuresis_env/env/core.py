@@ -20,6 +20,7 @@ from heuresis_env.budgets import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STEPS
 from heuresis_env.env.referee import PublicInstance, open_instance
 from heuresis_env.env.render import draw_graphs
 from heuresis_env.env.rl_view import RLInterface, RLOutcome
+from heuresis_env.env.tasks import QuestionTask
 from heuresis_env.env.toolbox import available_tools, tool_schemas
 from heuresis_env.env.toolbox.code_tool import close_sandbox
 from heuresis_env.env.toolbox.graph_tools import graph_summary
@@ -39,6 +40,9 @@ from heuresis_env.errors import HeuresisError, UnknownNameError
 from heuresis_env.evidence import EvidenceProvider, start_graph_for_edits
 from heuresis_env.generation.families import available_families
 from heuresis_env.generation.instances import SPLIT_SIZES, InstanceKey
+from heuresis_env.graphs import Graph
+from heuresis_env.questions import NAME_MODES
+from heuresis_env.registration import TASKS
 
 INTERFACES = ("text", "rl")
 REWARDS = ("f1", "shaped")
@@ -62,6 +66,32 @@ def observation_text(text: str) -> str:
         note = f"\n[output cut: {len(text) - MAX_OBSERVATION_CHARS + 80} characters omitted]"
         text = text[:MAX_OBSERVATION_CHARS - 80] + note
     return text
+
+
+def _check_task(task: str, name_mode: str, interface: str, reward: str, toolbox: str,
+                guided: bool, questions: Sequence[int] | None) -> None:
+    """Refuse combinations the question mode does not support, saying what works."""
+    if task not in TASKS:
+        raise UnknownNameError("task", task, TASKS)
+    if name_mode not in NAME_MODES:
+        raise UnknownNameError("name mode", name_mode, NAME_MODES)
+    if task == "graph":
+        if name_mode != "anonymous" or questions is not None:
+            raise HeuresisError("name_mode and questions belong to question episodes; pass "
+                                "task='qa' (graph episodes use the anonymous names X1..Xd)")
+        if interface == "rl" and toolbox == "code":
+            raise HeuresisError("the RL view needs the full or minimal toolbox (its actions "
+                                "are edits and tests), not toolbox='code'")
+        return
+    if interface != "text":
+        raise HeuresisError("question episodes (task='qa') have the text view only; pass "
+                            "interface='text'")
+    if reward != "f1":
+        raise HeuresisError("question episodes pay their score at the end (reward='f1': 1 for "
+                            "a correct answer); reward='shaped' is for graph episodes")
+    if guided and name_mode == "decoy":
+        raise HeuresisError("decoy names and the guided start do not combine (the start "
+                            "graph is cached under the anonymous names); pass guided=False")
 
 
 def _check_int(name: str, value: Any, low: int) -> int:
@@ -202,7 +232,8 @@ class HeuresisEnv(gym.Env):
                  d: int = 10, n: int = 600, graph_model: str = "er", interface: str = "text",
                  indices: Sequence[int] | None = None, render_mode: str | None = None,
                  trace_path: str | None = None, salt: str | None = None,
-                 rl_text: bool = False):
+                 rl_text: bool = False, task: str = "graph", name_mode: str = "anonymous",
+                 questions: Sequence[int] | None = None):
 
         if family not in available_families():
             raise UnknownNameError("family", family, available_families())
@@ -218,7 +249,9 @@ class HeuresisEnv(gym.Env):
             raise UnknownNameError("interface", interface, INTERFACES)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise UnknownNameError("render mode", render_mode, self.metadata["render_modes"])
-        check_configuration(toolbox, guided)
+        check_configuration(toolbox, guided, task)
+        _check_task(task, name_mode, interface, reward, toolbox, bool(guided), questions)
+        self.task, self.name_mode = task, name_mode
         self.family, self.split, self.guided = family, split, bool(guided)
         self.target, self.toolbox, self.reward_mode = target, toolbox, reward
         self.interface, self.render_mode = interface, render_mode
@@ -245,7 +278,10 @@ class HeuresisEnv(gym.Env):
         self.rl_text = bool(rl_text)
         self._salt_holder = (lambda: salt) if salt else (lambda: None)
         self.names = tuple(f"X{i + 1}" for i in range(self.d))
-        self._offered = available_tools(toolbox, self.guided)
+        self._offered = available_tools(toolbox, self.guided, task)
+        self._task = None if task == "graph" else QuestionTask(
+            family, split, self.d, self.n, graph_model, name_mode, questions,
+            self._salt_holder)
 
         self._rl = None
         if interface == "rl":
@@ -334,7 +370,7 @@ class HeuresisEnv(gym.Env):
     def tool_schemas(self, style: str = "openai") -> list[dict[str, Any]]:
         """Function-calling schemas of the tools offered in this configuration."""
 
-        return tool_schemas(self.toolbox, self.guided, style)
+        return tool_schemas(self.toolbox, self.guided, style, self.task)
 
     def action_masks(self) -> np.ndarray:
         """Valid discrete actions of the RL view (for sb3-contrib's MaskablePPO)."""
@@ -354,19 +390,26 @@ class HeuresisEnv(gym.Env):
                 "max_steps": self.max_steps, "max_seconds": self.max_seconds,
                 "target": self.target, "toolbox": self.toolbox, "reward": self.reward_mode,
                 "d": self.d, "n": self.n, "graph_model": self.graph_model,
-                "interface": self.interface}
+                "interface": self.interface,
+                **({} if self._task is None else {"task": self.task,
+                                                   "name_mode": self.name_mode})}
 
     # ---- reset -------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
 
         options = dict(options or {})
-        unknown = sorted(set(options) - {"index"})
-        if unknown:
-            raise HeuresisError(f"unknown reset option(s) {unknown}; the only option is "
-                                "'index' (an instance index of the split)")
+        unknown = sorted(set(options) - {"index", "question"})
+        if unknown or (self._task is None and "question" in options):
+            raise HeuresisError(f"unknown reset option(s) {unknown or ['question']}; the only "
+                                "option is 'index' (an instance index of the split), or "
+                                "'question' in a question episode (task='qa')")
         self._close_episode_resources()
-        if options.get("index") is not None:
+        question = None
+        if self._task is not None:
+            question = self._task.open(self._task.choose(options, self.np_random))
+            index = question.instance_index
+        elif options.get("index") is not None:
             index = _check_int("options['index']", options["index"], 0)
 
             if index >= SPLIT_SIZES[self.split]:
@@ -377,17 +420,20 @@ class HeuresisEnv(gym.Env):
         key = InstanceKey(self.family, self.split, index, d=self.d, n=self.n,
                           graph_model=self.graph_model)
         public, referee = open_instance(key, self._salt_holder())
+        names = public.names if self._task is None else self._task.names
         evidence = EvidenceProvider(public.X, public.names, public.sha256)
         start_graph = None
         if self.guided:
             start_graph = evidence.guided_start().graph
             if self._rl is not None:
                 start_graph = start_graph_for_edits(start_graph)
+            start_graph = Graph(names, start_graph.marks)
         self._public, self._referee = public, referee
-        self._state = EpisodeState(public.X, public.names, public.sha256, guided=self.guided,
+        self._state = EpisodeState(public.X, names, public.sha256, guided=self.guided,
                                    target=self.target, toolbox=self.toolbox,
-                                   evidence=evidence, working_graph=start_graph)
-        self.names = public.names
+                                   evidence=evidence, working_graph=start_graph,
+                                   question=question)
+        self.names = names
         self._steps_used = 0
         self._episode_over = False
         self._final_info = None
@@ -406,8 +452,10 @@ class HeuresisEnv(gym.Env):
         info = {"instance_index": index, "split": self.split, "sha256": public.sha256,
                 "instance": public.key.to_dict(),
                 # the task's public input, for scripted policies that compute on it directly
-                "data": public.X.copy(), "names": list(public.names),
+                "data": public.X.copy(), "names": list(names),
                 "guided": self.guided, "n_tools": len(self._offered)}
+        if self._task is not None:
+            info["question"] = self._task.info()
         return self._observation(), info
 
     def task_statement(self) -> str:
@@ -415,6 +463,11 @@ class HeuresisEnv(gym.Env):
         self._require_reset()
 
         state = self._state
+        if self._task is not None:
+            budget = (f"Budget: {self.max_steps} steps and "
+                      + ("no wall-time limit." if self.max_seconds is None
+                         else f"{self.max_seconds:g} seconds of wall time."))
+            return self._task.statement(state.n, budget, self._tool_lines())
         target_rules = {
             "none": "Edge directions are optional: the score compares skeletons.",
             "cpdag": ("Give the Markov equivalence class (CPDAG): orient the edges the data "
@@ -449,14 +502,20 @@ class HeuresisEnv(gym.Env):
             'with {"tool": "submit", "args": {}}.',
             "",
             "TOOLS (name(arguments) - what it does):",
+            *self._tool_lines(),
         ]
+        return "\n".join(lines)
+
+    def _tool_lines(self) -> list[str]:
+        """The offered tools by category, one line each, for the task statement."""
+        lines = []
         for category in CATEGORIES:
             tools = [t for t in self._offered if t.category == category]
             if not tools:
                 continue
             lines.append(f"[{category}]")
             lines += [f"  {t.signature()} - {t.summary}" for t in tools]
-        return "\n".join(lines)
+        return lines
 
     # ---- step --------------------------------------------------------------------------------
     def step(self, action: Any):
@@ -476,7 +535,7 @@ class HeuresisEnv(gym.Env):
         before = state.working_graph.marks.copy()
         parsed = None
         try:
-            parsed = parse_action(action, self.toolbox, self.guided)
+            parsed = parse_action(action, self.toolbox, self.guided, self.task)
         except ActionError as exc:
             result = ToolResult.failure(str(exc))
         else:
@@ -539,8 +598,8 @@ class HeuresisEnv(gym.Env):
         if reason is not None:
             final = self.end_episode(reason)
             info.update(final)
-            if self.reward_mode == "f1":
-                reward += final["scores"]["f1"]
+            if self.reward_mode == "f1":  # a question episode pays 1 for a correct answer
+                reward += final["scores"]["f1" if self._task is None else "correct"]
         return self._observation(), float(reward), terminated, truncated, info
 
     def end_episode(self, reason: str = "aborted") -> dict[str, Any]:
@@ -554,19 +613,25 @@ class HeuresisEnv(gym.Env):
             return dict(self._final_info or {})
         if reason not in TERMINATION_REASONS:
             raise UnknownNameError("termination reason", reason, TERMINATION_REASONS)
-        scores = self._referee["scores"](self._state.working_graph)
+        question = None
+        if self._task is None:
+            scores = self._referee["scores"](self._state.working_graph)
+        else:
+            scores = self._task.scores(self._state.answer)
+            question = {"question": self._task.outcome(self._state.answer)}
         scores = {k: (float(v) if isinstance(v, float | np.floating) else int(v))
                   for k, v in scores.items()}
         self._episode_over = True
         self._final_info = {"termination_reason": reason, "submitted": reason == "submitted",
                             "scores": scores, "steps_used": self._steps_used,
                             "instance_index": self._public.key.index,
-                            "final_graph": self._state.working_graph.to_dict()}
+                            "final_graph": self._state.working_graph.to_dict(),
+                            **(question or {})}
         if self._trace is not None:
             self._trace.close({"termination_reason": reason, "scores": scores,
                                "final_graph": self._state.working_graph.to_dict(),
                                "steps_used": self._steps_used,
-                               "seconds": self.elapsed_seconds})
+                               "seconds": self.elapsed_seconds, **(question or {})})
         return {**self._final_info, "scores": dict(scores)}
 
     # ---- observations --------------------------------------------------------------------
@@ -593,6 +658,8 @@ class HeuresisEnv(gym.Env):
             "tools": [t.name for t in self._offered],
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
+        if self._task is not None:  # the question asked (replay resets to it)
+            header["question"] = self._task.info()
         self._trace = TraceRecorder(
             self.trace_path / trace_file_name(self.family, self.split, index), header)
 

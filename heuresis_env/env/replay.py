@@ -91,7 +91,9 @@ def replay_trace(path: str | os.PathLike, salt: str | None = None) -> ReplayRepo
                   render_mode=None, salt=salt, rl_text=True)
     env = HeuresisEnv(**config)
     try:
-        _, _ = env.reset(seed=header.get("seed"), options={"index": header["instance"]["index"]})
+        options = ({"question": header["question"]["id"]} if header.get("question")
+                   else {"index": header["instance"]["index"]})
+        _, _ = env.reset(seed=header.get("seed"), options=options)
         if env.unwrapped.instance_sha256 != header["instance"]["sha256"]:
             raise HeuresisError(f"{trace.path}: the regenerated instance differs from the "
                                 "recorded one (another generator version or salt)")

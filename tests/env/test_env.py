@@ -43,7 +43,8 @@ def test_check_env_on_every_registered_id(family):
 
 def test_registration_uses_string_entry_points():
     ids = register_envs()
-    assert ids == [f"Heuresis-{f}-v0" for f in REGISTERED_FAMILIES]
+    assert ids == [f"Heuresis-{f}-v0" for f in REGISTERED_FAMILIES] + [
+        f"Heuresis-qa-{f}-v0" for f in REGISTERED_FAMILIES]
     for name in ids:
         assert gym.registry[name].entry_point == "heuresis_env.env.core:HeuresisEnv"
 

@@ -73,8 +73,11 @@ def call(state: EpisodeState, action: dict, check: bool = True) -> ToolResult:
 def test_every_tool_has_a_schema_and_a_category():
     for style in ("openai", "anthropic"):
         schemas = tool_schemas("full", True, style)
-        assert len(schemas) == len(toolbox.TOOLS)
-        for schema in schemas:
+        question_schemas = tool_schemas("full", True, style, task="qa")
+        names = {(s["function"] if style == "openai" else s)["name"]
+                 for s in schemas + question_schemas}
+        assert names == set(toolbox.TOOLS)
+        for schema in schemas + question_schemas:
             body = schema["function"] if style == "openai" else schema
             parameters = body["parameters"] if style == "openai" else body["input_schema"]
             assert parameters["type"] == "object"

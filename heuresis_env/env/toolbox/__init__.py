@@ -7,6 +7,7 @@ a tool runs). ``python -m heuresis_env.env.toolbox.reference`` prints the toolbo
 
 from heuresis_env.env.toolbox import (  # noqa: F401  (registration order = reference order)
     algorithm_tools,
+    answer_tool,
     code_tool,
     data_tools,
     effect_tools,
@@ -15,6 +16,7 @@ from heuresis_env.env.toolbox import (  # noqa: F401  (registration order = refe
 from heuresis_env.env.toolbox.registry import (
     MAX_ACTION_CHARS,
     RL_OPERATIONS,
+    TASKS,
     TOOLBOXES,
     TOOLS,
     ActionError,
@@ -37,6 +39,7 @@ __all__ = [
     "MAX_ACTION_CHARS",
     "RL_OPERATIONS",
     "TARGETS",
+    "TASKS",
     "TOOLBOXES",
     "TOOLS",
     "ActionError",

@@ -28,6 +28,7 @@ _CATEGORY_TITLES = {
     "memory": "Graph memory",
     "query": "Edge level: queries on a graph",
     "effect": "Effect level",
+    "answer": "Question episodes",
 }
 
 
@@ -74,9 +75,16 @@ def _arguments_table(tool: Tool) -> list[str]:
 
 def _offered_in(tool: Tool) -> str:
     parts = []
-    parts.append("full and minimal toolbox" if tool.minimal else "full toolbox only")
+    if tool.ends_episode or tool.category == "code":
+        parts.append("every toolbox" if tool.minimal else "full and code toolbox")
+    else:
+        parts.append("full and minimal toolbox" if tool.minimal else "full toolbox only")
     if tool.guided_only:
         parts.append("guided condition only")
+    if tool.tasks == ("graph",):
+        parts.append("graph episodes only")
+    elif tool.tasks == ("qa",):
+        parts.append("question episodes only (task='qa')")
     return ", ".join(parts)
 
 
@@ -146,6 +154,11 @@ def render_reference() -> str:
         "links each edit to that evidence (by default, the calls since the pair's last edit). "
         "Random tools draw from a generator derived from the instance and the call number, so "
         "an episode replays exactly.",
+        "",
+        "Toolboxes: `full` (every tool), `minimal` (no `run_code`, `stability`, "
+        "`orientation_probe`) and `code` (only `run_code` and the tool that ends the episode). "
+        "Graph episodes end with `submit`; question episodes (`task=\"qa\"`, see "
+        "`docs/questions.md`) end with `answer` instead.",
         "",
         "| tool | level | offered in | edits the graph |",
         "|---|---|---|---|",

@@ -26,6 +26,7 @@ import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from heuresis_env.errors import HeuresisError, UnknownNameError
+from heuresis_env.registration import TASKS
 
 if TYPE_CHECKING:
     from heuresis_env.env.toolbox.state import EpisodeState
@@ -37,7 +38,9 @@ MAX_NAME_CHARS = 64
 #: the most entries any list argument may carry (variables, edges, evidence ids)
 MAX_LIST_ITEMS = 512
 
-TOOLBOXES = ("full", "minimal")
+#: toolboxes: every tool, the minimal one (no code, stability or orientation probes), and the
+#: code-only arm (``run_code`` and the tool that ends the episode)
+TOOLBOXES = ("full", "minimal", "code")
 #: the operations of the RL view's discrete action table, in table order
 RL_OPERATIONS = ("add", "remove", "orient", "test", "submit")
 #: how an RL operation ranges over variables: unordered pairs i < j, ordered pairs i ≠ j, or once
@@ -51,6 +54,7 @@ CATEGORIES = (
     "memory",      # named graphs
     "query",       # edge level: direct cause, collider, confounder on a graph
     "effect",      # effect level: average treatment effects
+    "answer",      # question episodes: answer the question
 )
 
 
@@ -148,7 +152,9 @@ class Tool:
     ``minimal`` tools are part of the minimal toolbox (the full toolbox has every tool);
     ``guided_only`` tools exist only in the guided condition; ``edits_graph`` tools may change
     the working graph (the trace links them to evidence); ``random`` tools draw from a
-    generator derived from the instance seed and the call number.
+    generator derived from the instance seed and the call number. ``tasks`` are the episode
+    tasks that offer the tool; ``ends_episode`` marks the tool that ends one (``submit``,
+    ``answer``), which every toolbox has.
     """
 
     name: str
@@ -161,8 +167,13 @@ class Tool:
     edits_graph: bool = False
     random: bool = False
     rl: RLSpec | None = None
+    tasks: tuple[str, ...] = TASKS
+    ends_episode: bool = False
 
     def __post_init__(self) -> None:
+        bad_tasks = [t for t in self.tasks if t not in TASKS]
+        if bad_tasks or not self.tasks:
+            raise UnknownNameError("task", (bad_tasks or [""])[0], TASKS)
         if not self.name.isidentifier():
             raise HeuresisError(f"tool name {self.name!r} must be an identifier")
         if self.category not in CATEGORIES:
@@ -191,13 +202,23 @@ class Tool:
                 parts.append(f"{arg_name}={json.dumps(default)}")
         return f"{self.name}({', '.join(parts)})"
 
-    def unavailable_reason(self, toolbox: str, guided: bool) -> str | None:
+    def unavailable_reason(self, toolbox: str, guided: bool, task: str = "graph") -> str | None:
         """Why the tool is not offered in this configuration, or None when it is."""
+        if task not in self.tasks:
+            where = " and ".join(_TASK_EPISODES[t] for t in self.tasks)
+            return f"{self.name} is offered only in {where}"
         if self.guided_only and not guided:
             return f"{self.name} is available only in the guided condition (guided=True)"
         if toolbox == "minimal" and not self.minimal:
             return f"{self.name} is not in the minimal toolbox (toolbox='full' has it)"
+        if toolbox == "code" and not (self.category == "code" or self.ends_episode):
+            return (f"{self.name} is not in the code toolbox, which has only run_code and the "
+                    "tool that ends the episode")
         return None
+
+
+_TASK_EPISODES = {"graph": "graph-recovery episodes (task='graph')",
+                  "qa": "question episodes (task='qa')"}
 
 
 def _strip_titles(schema: Any) -> Any:
@@ -231,22 +252,26 @@ def get_tool(name: str) -> Tool:
         raise UnknownNameError("tool", name, TOOLS) from None
 
 
-def check_configuration(toolbox: str, guided: bool) -> None:
+def check_configuration(toolbox: str, guided: bool, task: str = "graph") -> None:
     if toolbox not in TOOLBOXES:
         raise UnknownNameError("toolbox", toolbox, TOOLBOXES)
     if not isinstance(guided, bool | np.bool_):
         raise HeuresisError(f"guided must be True or False, got {guided!r}")
+    if task not in TASKS:
+        raise UnknownNameError("task", task, TASKS)
 
 
-def available_tools(toolbox: str = "full", guided: bool = False) -> list[Tool]:
+def available_tools(toolbox: str = "full", guided: bool = False,
+                    task: str = "graph") -> list[Tool]:
     """The tools offered in one configuration, grouped by category in registry order."""
-    check_configuration(toolbox, guided)
-    offered = [t for t in TOOLS.values() if t.unavailable_reason(toolbox, bool(guided)) is None]
+    check_configuration(toolbox, guided, task)
+    offered = [t for t in TOOLS.values()
+               if t.unavailable_reason(toolbox, bool(guided), task) is None]
     return sorted(offered, key=lambda t: CATEGORIES.index(t.category))
 
 
 def tool_schemas(toolbox: str = "full", guided: bool = False,
-                 style: str = "openai") -> list[dict[str, Any]]:
+                 style: str = "openai", task: str = "graph") -> list[dict[str, Any]]:
     """Function-calling schemas of the offered tools.
 
     ``style="openai"``: ``{"type": "function", "function": {name, description, parameters}}``;
@@ -256,7 +281,7 @@ def tool_schemas(toolbox: str = "full", guided: bool = False,
     if style not in styles:
         raise UnknownNameError("schema style", style, styles)
     out = []
-    for tool in available_tools(toolbox, guided):
+    for tool in available_tools(toolbox, guided, task):
         parameters = tool.parameters_schema()
         if style == "openai":
             out.append({"type": "function", "function": {
@@ -358,7 +383,8 @@ def _describe_validation(tool: Tool, exc: ValidationError) -> str:
             f"Usage: {tool.signature()}")
 
 
-def parse_action(action: Any, toolbox: str = "full", guided: bool = False) -> ParsedAction:
+def parse_action(action: Any, toolbox: str = "full", guided: bool = False,
+                 task: str = "graph") -> ParsedAction:
     """Validate an action against the registry; raises :class:`ActionError` and nothing else."""
     try:
         decoded = _decode(action)
@@ -368,11 +394,11 @@ def parse_action(action: Any, toolbox: str = "full", guided: bool = False) -> Pa
         name = decoded.get("tool")
         if not isinstance(name, str):
             raise ActionError(f"the action needs a string 'tool'; {_ACTION_FORM}")
-        offered = [t.name for t in available_tools(toolbox, guided)]
+        offered = [t.name for t in available_tools(toolbox, guided, task)]
         tool = TOOLS.get(name)
         if tool is None:
             raise ActionError(str(UnknownNameError("tool", name[:MAX_NAME_CHARS], offered)))
-        reason = tool.unavailable_reason(toolbox, bool(guided))
+        reason = tool.unavailable_reason(toolbox, bool(guided), task)
         if reason is not None:
             raise ActionError(f"{reason}. Tools: {', '.join(offered)}")
         args = decoded.get("args", {})

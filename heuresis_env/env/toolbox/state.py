@@ -1,4 +1,5 @@
-"""What a tool sees during an episode: the data, the working graph, the graph memory.
+"""What a tool sees during an episode: the data, the working graph, the graph memory (and in a
+question episode the public question and the answer given).
 
 The hidden record (true DAG, SCM, deletion labels) is deliberately absent: tools can only
 reach what is computable from the data, so no tool can leak the answer.
@@ -20,6 +21,7 @@ from heuresis_env.seeding import MAX_INT31, instance_seed, int31_seed
 if TYPE_CHECKING:
     from heuresis_env.discovery.citests.base import CITest
     from heuresis_env.evidence import EvidenceProvider
+    from heuresis_env.questions import PublicQuestion
 
 TARGETS = ("none", "cpdag", "dag")
 
@@ -46,7 +48,7 @@ class EpisodeState:
     def __init__(self, data: np.ndarray, names: Sequence[str], sha256: str, *,
                  guided: bool = False, target: str = "none", toolbox: str = "full",
                  evidence: EvidenceProvider | None = None,
-                 working_graph: Graph | None = None):
+                 working_graph: Graph | None = None, question: PublicQuestion | None = None):
         if target not in TARGETS:
             raise UnknownNameError("target", target, TARGETS)
         data = np.asarray(data, dtype=np.float64)
@@ -74,6 +76,9 @@ class EpisodeState:
         self.call_number = 0
         self._ci_tests: dict[str, CITest] = {}
         self.sandbox: Any = None  # created on the first run_code call
+        # question episodes: the public question, and the answer (by column position) once given
+        self.question = question
+        self.answer: Any = None
 
     # ---- names ----------------------------------------------------------------------------
     def variable(self, name: str) -> int:

@@ -28,7 +28,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="instances of the dev (0-99) or test (0-31) split (default test; "
                              "sealed by $HEURESIS_TEST_SALT when it is set)")
     parser.add_argument("--count", type=int, default=None,
-                        help="the first COUNT instances of each family (default: the split)")
+                        help="the first COUNT instances of each family (default: the split); "
+                             "with --task qa the first COUNT questions of each family's set")
+    parser.add_argument("--task", choices=["graph", "qa"], default="graph",
+                        help="graph: recover the whole graph (default); qa: answer one causal "
+                             "question per episode from the split's question set "
+                             "(docs/questions.md)")
+    parser.add_argument("--names", choices=["anonymous", "decoy"], default="anonymous",
+                        help="question runs: column names X1..Xd (default) or decoy domain "
+                             "words attached at random")
     budgets = parser.add_argument_group("budgets and options (identical for every policy)")
     budgets.add_argument("--max-steps", type=int, default=defaults.max_steps,
                          help=f"step budget per episode (default {defaults.max_steps})")
@@ -40,8 +48,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     budgets.add_argument("--guided", action=argparse.BooleanOptionalAction,
                          default=defaults.guided,
                          help="start from PC-KCI's output with the deletion log (default: no)")
-    budgets.add_argument("--toolbox", choices=["full", "minimal"], default=defaults.toolbox,
-                         help="full, or minimal: no code tool, stability or orientation probes")
+    budgets.add_argument("--toolbox", choices=["full", "minimal", "code"],
+                         default=defaults.toolbox,
+                         help="full, or minimal: no code tool, stability or orientation probes, "
+                              "or code: only run_code and the tool that ends the episode")
     budgets.add_argument("--target", choices=["none", "cpdag", "dag"], default=defaults.target,
                          help="the stated target (default none: skeleton)")
     budgets.add_argument("--prompt-level", type=int, choices=[1, 2, 3, 4],
@@ -77,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
                        settings=settings, repeats=args.repeats, workers=args.workers,
                        backend=args.backend, address=args.address, out_dir=args.out,
                        policy_options=parse_policy_options(args.policy_option),
-                       force=args.force, d=args.d, n=args.n, progress=not args.no_progress)
+                       force=args.force, d=args.d, n=args.n, progress=not args.no_progress,
+                       task=args.task, name_mode=args.names)
     print(summary.to_text())
     return 0

@@ -37,7 +37,8 @@ WALL_GRACE_SECONDS = 5.0
 
 @dataclass(frozen=True)
 class EpisodeTask:
-    """One episode to run: an instance of the split and a repeat number."""
+    """One episode to run: an instance of the split and a repeat number (in a question run,
+    the question id too; ``index`` is then its instance)."""
 
     episode_id: str
     family: str
@@ -45,6 +46,7 @@ class EpisodeTask:
     index: int
     repeat: int
     seed: int
+    question: int | None = None
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,8 @@ class RunSpec:
     d: int
     n: int
     salt: str | None = field(default=None, repr=False)
+    task: str = "graph"
+    name_mode: str = "anonymous"
 
 
 @dataclass
@@ -105,11 +109,15 @@ def _wall_guard(deadline: float | None) -> Iterator[None]:
 
 
 def environment_kwargs(settings: EpisodeSettings, split: str, d: int, n: int,
-                       interface: str) -> dict[str, Any]:
+                       interface: str, task: str = "graph",
+                       name_mode: str = "anonymous") -> dict[str, Any]:
     """The environment's keyword arguments: all from the run's settings, none from a policy."""
-    return {"split": split, "guided": settings.guided, "max_steps": settings.max_steps,
-            "max_seconds": settings.max_seconds, "target": settings.target,
-            "toolbox": settings.toolbox, "d": d, "n": n, "interface": interface}
+    kwargs = {"split": split, "guided": settings.guided, "max_steps": settings.max_steps,
+              "max_seconds": settings.max_seconds, "target": settings.target,
+              "toolbox": settings.toolbox, "d": d, "n": n, "interface": interface}
+    if task != "graph":
+        kwargs.update(task=task, name_mode=name_mode)
+    return kwargs
 
 
 def make_environment(family: str, kwargs: Mapping[str, Any]):
@@ -187,12 +195,15 @@ class EpisodeRunner:
         env = None
         try:
             kwargs = environment_kwargs(settings, task.split, self.spec.d, self.spec.n,
-                                        self.policy.interface)
+                                        self.policy.interface, self.spec.task,
+                                        self.spec.name_mode)
             env = make_environment(task.family, {**kwargs, "trace_path": trace_dir,
                                                  "salt": self.spec.salt})
             base = env.unwrapped
             started = time.perf_counter()
-            observation, info = env.reset(seed=task.seed, options={"index": task.index})
+            options = ({"index": task.index} if task.question is None
+                       else {"question": task.question})
+            observation, info = env.reset(seed=task.seed, options=options)
             deadline = (None if settings.max_seconds is None
                         else time.perf_counter() + settings.max_seconds + WALL_GRACE_SECONDS)
             final, error = self._drive(env, observation, info, deadline)
@@ -226,6 +237,8 @@ class EpisodeRunner:
                 "final_graph": final_graph, "trace": None, "transcript": None,
                 "error": error, "worker": self.worker,
             }
+            if task.question is not None:  # the question, its truth and the answer
+                record.update(task="qa", question=final.get("question"))
             return EpisodeOutcome(record, trace_text, transcript)
         finally:
             if env is not None:

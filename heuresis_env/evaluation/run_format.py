@@ -38,6 +38,8 @@ LOCK_NAME = ".evaluate.lock"
 IGNORED_CONFIG_FIELDS = frozenset({"created"})
 #: score keys a result line must hold
 SCORE_KEYS = ("f1", "precision", "recall", "shd", "nshd", "shd_cpdag", "n_edges")
+#: the score key every result line of a task must hold (graph: adjacency F1; qa: correct)
+MAIN_SCORE = {"graph": "f1", "qa": "correct"}
 
 _REQUIRED_CONFIG = ("format_version", "policy", "settings", "split", "families",
                     "instance_keys", "repeats")
@@ -51,6 +53,16 @@ InstanceId = tuple[str, str, int]  # (family, split, index)
 def episode_id(family: str, split: str, index: int, repeat: int) -> str:
     """The id of one episode, e.g. ``wild/test/3/r0``."""
     return f"{family}/{split}/{int(index)}/r{int(repeat)}"
+
+
+def question_episode_id(family: str, split: str, question: int, repeat: int) -> str:
+    """The id of one question episode, e.g. ``wild/test/q12/r0`` (question 12 of the set)."""
+    return f"{family}/{split}/q{int(question)}/r{int(repeat)}"
+
+
+def run_task(config: Mapping[str, Any]) -> str:
+    """A run's task: ``"graph"`` (configs without the field) or ``"qa"``."""
+    return str(config.get("task", "graph"))
 
 
 def episode_file_stem(episode: str) -> str:
@@ -112,6 +124,8 @@ class EpisodeRecord:
     transcript: str | None = None
     error: str | None = None
     worker: str | None = None
+    task: str = "graph"
+    question: Mapping[str, Any] | None = None
 
     @property
     def instance(self) -> InstanceId:
@@ -170,7 +184,14 @@ class RunDirectory:
         return list(self.config["instance_keys"])
 
     @property
+    def task(self) -> str:
+        return run_task(self.config)
+
+    @property
     def expected_episodes(self) -> int:
+        if self.task == "qa":  # questions of each family × repeats
+            questions = dict(self.config.get("questions") or {})
+            return int(questions.get("count", 0)) * len(self.config["families"]) * self.repeats
         return len(self.instance_keys) * self.repeats
 
     def instance_key(self, instance: InstanceId) -> dict[str, Any]:
@@ -223,15 +244,19 @@ def _tokens(value: Any, where: str) -> tuple[int | None, int | None]:
             None if completion is None else int(completion))
 
 
-def _episode(run_path: Path, record: Any, where: str) -> EpisodeRecord:
+def _episode(run_path: Path, record: Any, where: str, task: str = "graph") -> EpisodeRecord:
     if not isinstance(record, dict):
         raise RunFormatError(f"{where}: a result line must be a JSON object")
     missing = [k for k in _REQUIRED_RESULT if k not in record]
     if missing:
         raise RunFormatError(f"{where}: result line lacks {missing}")
     scores = record["scores"]
-    if not isinstance(scores, dict) or "f1" not in scores:
-        raise RunFormatError(f"{where}: 'scores' must be an object with at least 'f1'")
+    main = MAIN_SCORE.get(task, "f1")
+    if not isinstance(scores, dict) or main not in scores:
+        raise RunFormatError(f"{where}: 'scores' must be an object with at least {main!r}")
+    question = record.get("question")
+    if task == "qa" and not isinstance(question, dict):
+        raise RunFormatError(f"{where}: a question run's result line needs its 'question'")
     prompt, completion = _tokens(record.get("tokens"), where)
     try:
         return EpisodeRecord(
@@ -259,12 +284,14 @@ def _episode(run_path: Path, record: Any, where: str) -> EpisodeRecord:
             transcript=record.get("transcript"),
             error=record.get("error"),
             worker=None if record.get("worker") is None else str(record["worker"]),
+            task=task,
+            question=question if isinstance(question, dict) else None,
         )
     except (TypeError, ValueError) as exc:
         raise RunFormatError(f"{where}: a field has the wrong type ({exc})") from None
 
 
-def read_results(run_path: Path) -> tuple[list[EpisodeRecord], list[str]]:
+def read_results(run_path: Path, task: str = "graph") -> tuple[list[EpisodeRecord], list[str]]:
     """The episodes of ``run_path/results.jsonl`` and any warnings about the file.
 
     A last line without a newline is an append cut short by a crash and is ignored; a
@@ -295,7 +322,7 @@ def read_results(run_path: Path) -> tuple[list[EpisodeRecord], list[str]]:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise RunFormatError(f"{where}: not JSON ({exc.msg})") from None
-        episode = _episode(run_path, record, where)
+        episode = _episode(run_path, record, where, task)
         if episode.episode_id in by_id:
             warnings.append(f"{where}: episode {episode.episode_id} appears again; the last "
                             "line is used")
@@ -312,7 +339,7 @@ def load_run(path: str | os.PathLike) -> RunDirectory:
     """
     run_path = Path(path)
     config = _read_config(run_path)
-    episodes, warnings = read_results(run_path)
+    episodes, warnings = read_results(run_path, run_task(config))
     run = RunDirectory(run_path, config, episodes, warnings)
     known = {(k.get("family"), k.get("split"), k.get("index")) for k in run.instance_keys}
     for episode in episodes:

@@ -39,12 +39,18 @@ from heuresis_env.evaluation.policies import (
     resolve_policy_factory,
 )
 from heuresis_env.evaluation.ray_backend import run_with_ray
-from heuresis_env.evaluation.run_format import episode_id, episode_seed
+from heuresis_env.evaluation.run_format import (
+    episode_id,
+    episode_seed,
+    question_episode_id,
+)
 from heuresis_env.evaluation.run_store import RunStore, build_config
 from heuresis_env.evaluation.summary import RunSummary, summarize_family
 from heuresis_env.generation.families import available_families
 from heuresis_env.generation.instances import SPLIT_SIZES, InstanceKey, resolve_salt
 from heuresis_env.policy import EpisodeSettings
+from heuresis_env.questions import NAME_MODES, question_set
+from heuresis_env.registration import TASKS
 
 BACKENDS = ("local", "ray")
 PROMPT_LEVELS = (1, 2, 3, 4)
@@ -140,12 +146,17 @@ def evaluate(policy_spec: str, families: str | Iterable[str] = "all", split: str
              repeats: int = 1, workers: int = 1, backend: str = "local",
              out_dir: str | os.PathLike = "runs/run", policy_options: Mapping[str, Any] | None = None,
              force: bool = False, d: int = 10, n: int = 600, salt: str | None = None,
-             progress: bool = True, address: str | None = None) -> RunSummary:
+             progress: bool = True, address: str | None = None, task: str = "graph",
+             name_mode: str = "anonymous") -> RunSummary:
     """Run ``policy_spec`` on ``count`` instances of each family × ``repeats`` into ``out_dir``.
 
     Finished episodes already in ``out_dir`` are skipped (resume); a different config there is
     refused, naming each differing field, unless ``force``. ``salt`` (default
     ``$HEURESIS_TEST_SALT``) seals the test split; the config records only its digest.
+
+    ``task="qa"`` runs question episodes instead: ``count`` questions of each family's question
+    set of the split (default: all), under ``name_mode`` column names ("anonymous" or
+    "decoy"); the summary's score is then the share of correct answers.
     """
     started = time.perf_counter()
     if split not in SPLIT_SIZES:
@@ -154,7 +165,6 @@ def evaluate(policy_spec: str, families: str | Iterable[str] = "all", split: str
         raise UnknownNameError("backend", backend, BACKENDS)
     chosen = _resolve_families(families)
     size = SPLIT_SIZES[split]
-    count = size if count is None else _check_int("count", count, 1, size)
     repeats = _check_int("repeats", repeats, 1)
     workers = _check_int("workers", workers, 1)
     settings = _check_settings(EpisodeSettings() if settings is None else settings)
@@ -162,21 +172,33 @@ def evaluate(policy_spec: str, families: str | Iterable[str] = "all", split: str
     if address is not None and backend != "ray":
         raise HeuresisError("address is for the ray backend (an existing Ray cluster); "
                             "pass backend='ray' or drop the address")
+    if task not in TASKS:
+        raise UnknownNameError("task", task, TASKS)
+    if name_mode not in NAME_MODES:
+        raise UnknownNameError("name mode", name_mode, NAME_MODES)
     salt = resolve_salt(split, salt)
-    keys = [InstanceKey(family, split, index, d=d, n=n)
-            for family in chosen for index in range(count)]
-    _check_environment(settings, split, chosen[0], d, n)
+    _check_environment(settings, split, chosen[0], d, n, task, name_mode)
     factory = resolve_policy_factory(policy_spec)
     check_policy_options(policy_spec, factory, policy_options)
     spec = RunSpec(policy=policy_spec, policy_options=policy_options, settings=settings,
-                   d=keys[0].d, n=keys[0].n, salt=salt)
-    tasks = [EpisodeTask(episode_id(family, split, index, repeat), family, split, index,
-                         repeat, episode_seed(episode_id(family, split, index, repeat)))
-             for index in range(count) for family in chosen for repeat in range(repeats)]
+                   d=d, n=n, salt=salt, task=task, name_mode=name_mode)
+    if task == "graph":
+        count = size if count is None else _check_int("count", count, 1, size)
+        keys = [InstanceKey(family, split, index, d=d, n=n)
+                for family in chosen for index in range(count)]
+        tasks = [EpisodeTask(episode_id(family, split, index, repeat), family, split, index,
+                             repeat, episode_seed(episode_id(family, split, index, repeat)))
+                 for index in range(count) for family in chosen for repeat in range(repeats)]
+        question_fields: dict[str, Any] = {}
+    else:
+        tasks, keys, question_fields = _question_tasks(chosen, split, count, repeats, d, n,
+                                                       salt, name_mode)
+        count = question_fields["questions"]["count"]
     config = build_config(policy=policy_spec, policy_options=policy_options,
                           settings=settings.to_dict(), split=split, families=chosen,
                           count=count, repeats=repeats, d=spec.d, n=spec.n,
                           instance_keys=[k.to_dict() for k in keys], salt=salt)
+    config.update(question_fields)
     store = RunStore(out_dir)
     with store.lock():
         accepted = store.prepare(config, force=force)
@@ -187,19 +209,48 @@ def evaluate(policy_spec: str, families: str | Iterable[str] = "all", split: str
                      progress)
         wanted = {task.episode_id for task in tasks}
         records = [r for r in store.read_results() if r["episode_id"] in wanted]
-    by_family = [summarize_family(family, [r for r in records if r.get("family") == family])
+    score = "f1" if task == "graph" else "correct"
+    by_family = [summarize_family(family, [r for r in records if r.get("family") == family],
+                                  score)
                  for family in chosen]
     return RunSummary(out_dir=Path(out_dir), policy=policy_spec, split=split, backend=backend,
                       workers=workers, total_episodes=len(tasks), resumed=resumed,
                       ran=len(pending), seconds=time.perf_counter() - started,
-                      families=by_family, overall=summarize_family("all", records),
-                      accepted_differences=accepted)
+                      families=by_family, overall=summarize_family("all", records, score),
+                      accepted_differences=accepted,
+                      score_label="F1" if task == "graph" else "accuracy")
 
 
-def _check_environment(settings: EpisodeSettings, split: str, family: str, d: int, n: int
-                       ) -> None:
+def _question_tasks(families: Sequence[str], split: str, count: int | None, repeats: int,
+                    d: int, n: int, salt: str | None, name_mode: str
+                    ) -> tuple[list[EpisodeTask], list[InstanceKey], dict[str, Any]]:
+    """The episodes of a question run — the first ``count`` questions of each family's set —
+    the instances they are about, and the config fields that fix the sets."""
+    sets = {family: question_set(family, split, d, n, salt=salt) for family in families}
+    size = min(len(s) for s in sets.values())
+    count = size if count is None else _check_int("count", count, 1, size)
+    tasks, indices = [], {family: set() for family in families}
+    for question in range(count):
+        for family in families:
+            index = sets[family].question(question).public.instance_index
+            indices[family].add(index)
+            for repeat in range(repeats):
+                name = question_episode_id(family, split, question, repeat)
+                tasks.append(EpisodeTask(name, family, split, index, repeat,
+                                         episode_seed(name), question=question))
+    keys = [InstanceKey(family, split, index, d=d, n=n)
+            for family in families for index in sorted(indices[family])]
+    fields = {"task": "qa", "name_mode": name_mode,
+              "questions": {"count": count, "per_kind": sets[families[0]].key["per_kind"],
+                            "digests": {f: sets[f].digest for f in families}}}
+    return tasks, keys, fields
+
+
+def _check_environment(settings: EpisodeSettings, split: str, family: str, d: int, n: int,
+                       task: str = "graph", name_mode: str = "anonymous") -> None:
     """Build (not reset) one environment so that bad settings fail before any episode runs."""
-    env = HeuresisEnv(family=family, **environment_kwargs(settings, split, d, n, "text"))
+    env = HeuresisEnv(family=family, **environment_kwargs(settings, split, d, n, "text",
+                                                          task, name_mode))
     env.close()
 
 

@@ -1,4 +1,5 @@
-"""What a run did: episodes per family, mean F1 over all and over finished episodes, truncations."""
+"""What a run did: episodes per family, mean F1 (a question run: the share of correct answers)
+over all and over finished episodes, truncations."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ from typing import Any
 
 @dataclass
 class FamilySummary:
-    """One family's episodes in a run: mean F1 over all and over finished ones, truncation."""
+    """One family's episodes in a run: mean F1 over all and over finished ones, truncation.
+
+    In a question run ``mean_f1`` and ``mean_f1_finished`` hold the share of correct answers.
+    """
 
     family: str
     episodes: int
@@ -42,6 +46,7 @@ class RunSummary:
     families: list[FamilySummary]
     overall: FamilySummary
     accepted_differences: list[str] = field(default_factory=list)
+    score_label: str = "F1"
 
     def to_text(self) -> str:
         """A plain-text table: per family, episodes, mean F1 (all, finished), truncation."""
@@ -53,7 +58,8 @@ class RunSummary:
                  f"in {self.seconds:.1f} s on {self.backend} backend × {self.workers}"]
         for difference in self.accepted_differences:
             lines.append(f"  config changed under --force: {difference}")
-        lines.append(f"{'family':<10} {'episodes':>8} {'F1 all':>7} {'F1 fin.':>7} "
+        label = "acc." if self.score_label == "accuracy" else self.score_label
+        lines.append(f"{'family':<10} {'episodes':>8} {label + ' all':>7} {label + ' fin.':>7} "
                      f"{'finished':>8} {'truncated':>9} {'errors':>6}")
         for row in [*self.families, self.overall]:
             rate = ("  -" if math.isnan(row.truncation_rate)
@@ -76,9 +82,11 @@ def _mean(values: Sequence[float]) -> float:
     return sum(finite) / len(finite) if finite else math.nan
 
 
-def summarize_family(family: str, records: Sequence[Mapping[str, Any]]) -> FamilySummary:
-    """Per-family figures of the reporting rule: all episodes, finished ones, truncation."""
-    f1 = [_float(r.get("scores", {}).get("f1")) for r in records]
+def summarize_family(family: str, records: Sequence[Mapping[str, Any]],
+                     score: str = "f1") -> FamilySummary:
+    """Per-family figures of the reporting rule: all episodes, finished ones, truncation
+    (``score``: the mean taken, F1 or a question run's ``correct``)."""
+    f1 = [_float(r.get("scores", {}).get(score)) for r in records]
     finished = [x for x, r in zip(f1, records) if r.get("finished")]
     return FamilySummary(family=family, episodes=len(records), finished=len(finished),
                          truncated=sum(bool(r.get("truncated")) for r in records),

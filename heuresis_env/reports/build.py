@@ -31,6 +31,7 @@ from heuresis_env.reports.document import (
 )
 from heuresis_env.reports.html import to_html
 from heuresis_env.reports.loading import BCA, PC_KCI, Arm, LoadedRuns, load_runs, reference_arm
+from heuresis_env.reports.questions import question_blocks
 from heuresis_env.reports.tables import Settings, Table, fmt
 from heuresis_env.studies.deletion_signals import (
     SIGNALS,
@@ -143,7 +144,8 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
     ``FAMILY[/SPLIT]:COUNT`` instances; ``trace_analysis`` (Table 4) re-runs the algorithms the
     traces called (cached); ``proposition_kept`` is the number of simulated recorded p-values
     per class and effect size. Intervals: ``n_resamples`` paired bootstrap resamples, seeded
-    from ``seed``.
+    from ``seed``. Question runs (``task="qa"``) make the question section
+    (:mod:`heuresis_env.reports.questions`); given alone, they make the whole report.
     """
     started = time.perf_counter()
     loaded = load_runs(run_dirs, allow_mixed=allow_mixed)
@@ -151,6 +153,8 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
     out = Path(out_dir)
     figure_dir = out / FIGURES_DIR
     figure_dir.mkdir(parents=True, exist_ok=True)
+    if not loaded.runs:
+        return _question_report(loaded, out, settings, started)
     warnings = list(loaded.warnings)
     families = loaded.families()
     with_all = tables.families_with_all(families)
@@ -297,18 +301,55 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
         document.blocks[warnings_position:warnings_position] = [Heading("Warnings"),
                                                                 BulletList(list(warnings))]
 
+    if loaded.question_runs:
+        for block in question_blocks(loaded.question_runs, settings)[0]:
+            document.add(block)
+
     # ---- write -------------------------------------------------------------------------------
+    markdown_path, html_path, json_path = _write_document(document, out, settings)
+    return ReportSummary(
+        out_dir=out, markdown_path=markdown_path, html_path=html_path, json_path=json_path,
+        figure_paths=figure_paths, tables={t.key: t for t in document.tables()},
+        headline=headline.to_markdown(), warnings=warnings,
+        seconds=time.perf_counter() - started, signal_study=study, proposition=rows)
+
+
+def _write_document(document: Document, out: Path, settings: Settings
+                    ) -> tuple[Path, Path, Path]:
+    """Write ``report.md``, ``report.html`` and ``tables.json``; returns their paths."""
     markdown_path, html_path, json_path = out / "report.md", out / "report.html", \
         out / "tables.json"
     _write_text(markdown_path, to_markdown(document, out))
     _write_text(html_path, to_html(document))
     _write_text(json_path, json.dumps(_tables_json(document.tables(), settings), indent=1,
                                       allow_nan=False) + "\n")
+    return markdown_path, html_path, json_path
+
+
+def _question_report(loaded: LoadedRuns, out: Path, settings: Settings,
+                     started: float) -> ReportSummary:
+    """The report of question runs alone: the question section, with its accuracy per level
+    as the headline."""
+    document = Document("Heuresis report: questions")
+    split = loaded.question_runs[0].split
+    document.add(Paragraph(
+        f"Built {time.strftime('%Y-%m-%d %H:%M:%S %z')} from {len(loaded.question_runs)} "
+        f"question run director{'y' if len(loaded.question_runs) == 1 else 'ies'} on the "
+        f"{split} split. Accuracy intervals: {settings.confidence:.0%} Wilson intervals over "
+        f"questions; F1 intervals: bootstrap over questions, {settings.n_resamples} resamples, "
+        f"seed {settings.seed}."))
+    if loaded.warnings:
+        document.add(Heading("Warnings"))
+        document.add(BulletList(list(loaded.warnings)))
+    blocks, headline = question_blocks(loaded.question_runs, settings)
+    for block in blocks:
+        document.add(block)
+    markdown_path, html_path, json_path = _write_document(document, out, settings)
     return ReportSummary(
         out_dir=out, markdown_path=markdown_path, html_path=html_path, json_path=json_path,
-        figure_paths=figure_paths, tables={t.key: t for t in document.tables()},
-        headline=headline.to_markdown(), warnings=warnings,
-        seconds=time.perf_counter() - started, signal_study=study, proposition=rows)
+        figure_paths=[], tables={t.key: t for t in document.tables()},
+        headline=headline.to_markdown(), warnings=list(loaded.warnings),
+        seconds=time.perf_counter() - started)
 
 
 def _write_text(path: Path, text: str) -> None:

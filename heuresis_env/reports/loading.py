@@ -265,11 +265,13 @@ def reference_arm(arms: Sequence[Arm], policy: str, for_arm: Arm | None = None) 
 
 @dataclass
 class LoadedRuns:
-    """Runs checked for one report, grouped into arms."""
+    """Runs checked for one report, grouped into arms; question runs (``task="qa"``) apart,
+    for the report's question section (:mod:`heuresis_env.reports.questions`)."""
 
     runs: list[RunDirectory]
     arms: list[Arm]
     warnings: list[str]
+    question_runs: list[RunDirectory] = field(default_factory=list)
 
     def families(self) -> list[str]:
         return family_order({f for arm in self.arms for f in arm.families()})
@@ -291,8 +293,12 @@ def load_runs(paths: Sequence[str | os.PathLike], allow_mixed: bool = False) -> 
                          if sum(q.resolve() == p.resolve() for q in resolved) > 1})
     if duplicates:
         raise HeuresisError(f"run directories given more than once: {duplicates}")
-    runs = [load_run(p) for p in resolved]
-    warnings = [w for run in runs for w in run.warnings]
-    warnings += check_compatible(runs, allow_mixed)
-    arms = build_arms(runs)
-    return LoadedRuns(runs, arms, warnings)
+    loaded = [load_run(p) for p in resolved]
+    runs = [run for run in loaded if run.task == "graph"]
+    question_runs = [run for run in loaded if run.task != "graph"]
+    warnings = [w for run in loaded for w in run.warnings]
+    for group in (runs, question_runs):
+        if group:
+            warnings += check_compatible(group, allow_mixed)
+    arms = build_arms(runs) if runs else []
+    return LoadedRuns(runs, arms, warnings, question_runs)

@@ -1,0 +1,7 @@
+"""Policies for question episodes (``task="qa"``): the scripted tool policy ``qa-tools`` and the
+language-model wrapper in question mode (``llm-qa``, and its code-only arm with
+``toolbox="code"``). See ``docs/questions.md``."""
+
+from agents.qa.scripted import QuestionToolPolicy, question_tool_policy
+
+__all__ = ["QuestionToolPolicy", "question_tool_policy"]

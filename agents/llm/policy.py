@@ -134,7 +134,8 @@ class LLMPolicy(Policy):
             raise HeuresisError("reset info carries no 'names'; the LLM policy needs the text "
                                 "view of a Heuresis environment (interface='text')")
         self._names = [str(n) for n in names]
-        schemas = tool_schemas(settings.toolbox, settings.guided, "openai")
+        task = "qa" if info.get("question") else "graph"
+        schemas = tool_schemas(settings.toolbox, settings.guided, "openai", task)
         self._tool_names = [s["function"]["name"] for s in schemas]
         self._tools = schemas if self.native_tools else None
         self._reset_counters()
@@ -145,9 +146,7 @@ class LLMPolicy(Policy):
                     model=self.backend.model, settings=settings.to_dict(),
                     native_tools=self.native_tools, names=list(self._names),
                     tools=list(self._tool_names), instance=info.get("instance"))
-        self._append({"role": "system", "content": system_prompt(
-            settings.prompt_level, settings.target, toolbox=settings.toolbox,
-            guided=settings.guided, native_tools=self.native_tools)})
+        self._append({"role": "system", "content": self._system_prompt(info)})
         self._append({"role": "user", "content": observation_message(
             _text(observation), _steps_left(observation, settings), self._seconds_left())})
 
@@ -161,7 +160,7 @@ class LLMPolicy(Policy):
         if self._turns > 0:
             self._record_observation(observation, steps_left)
         self._turns += 1
-        if steps_left <= 1:
+        if self._actions_left(steps_left) <= 1:
             action = self._final_turn("steps")
         elif self._wall_is_near():
             action = self._final_turn("time")
@@ -193,6 +192,16 @@ class LLMPolicy(Policy):
         for resource in self._resources:
             resource.close()
         self._resources = []
+
+    # ---- hooks of a task's variant (agents.qa.llm) --------------------------------------------
+    def _system_prompt(self, info: dict[str, Any]) -> str:
+        settings = self.settings
+        return system_prompt(settings.prompt_level, settings.target, toolbox=settings.toolbox,
+                             guided=settings.guided, native_tools=self.native_tools)
+
+    def _actions_left(self, steps_left: int) -> int:
+        """Actions this turn and after may take (the final turn comes at 1)."""
+        return steps_left
 
     # ---- turns ------------------------------------------------------------------------------------
     def _action_turn(self, steps_left: int) -> Any:

@@ -3,9 +3,12 @@
 One short, fixed chain of tool calls per kind of question, through the environment's actions
 (so it is timed, traced and budgeted like any agent):
 
-- independence (IT, CIT, MCIT): one ``ci_test`` of x and y given exactly the question's
-  conditioning set (``ci_method``, Fisher-z by default, as CausalAgent); "yes" when the
-  p-value exceeds ``alpha``;
+- independence (IT, CIT, MCIT): ``ci_test`` of x and y given exactly the question's
+  conditioning set; "yes" when the p-value exceeds ``alpha``. ``ci_method`` is one test
+  (``fisherz`` as CausalAgent, ``kci``, ...) or, by default, ``fisherz+kci``: both tests,
+  "yes" only when both p-values exceed ``alpha``/2 (Bonferroni) — linear and non-linear
+  dependence both count. The default was chosen on the dev split's variable-level
+  questions (share correct over six families: Fisher-z 0.839, KCI 0.867, both 0.894);
 - edges (CAUSE, COL, CONF): PC (``pc_algorithm``) saved in the graph memory, then the edge
   query on it — ``direct_cause`` (an undirected edge: ``orientation_probe``'s additive-noise
   verdict, then its LiNGAM verdict, else "yes"), ``collider`` (yes only for an unshielded
@@ -33,6 +36,8 @@ from heuresis_env.policy import Policy
 #: the graph-memory name of PC's output
 PC_GRAPH = "pc"
 CI_METHODS = ("fisherz", "kci", "rcit", "rcot", "dcor")
+#: the default: Fisher-z and KCI, each at alpha / 2
+COMBINED = "fisherz+kci"
 
 
 def _answer(value: Any) -> dict[str, Any]:
@@ -51,10 +56,10 @@ class QuestionToolPolicy(Policy):
 
     interface = "text"
 
-    def __init__(self, ci_method: str = "fisherz", alpha: float = 0.05,
+    def __init__(self, ci_method: str = COMBINED, alpha: float = 0.05,
                  pc_algorithm: str = "pc-fisherz", name: str = "qa-tools"):
-        if ci_method not in CI_METHODS:
-            raise UnknownNameError("CI test", ci_method, CI_METHODS)
+        if ci_method not in (*CI_METHODS, COMBINED):
+            raise UnknownNameError("CI test", ci_method, (*CI_METHODS, COMBINED))
         if not (isinstance(alpha, int | float) and 0 < alpha < 1):
             raise HeuresisError(f"alpha must be a number in (0, 1), got {alpha!r}")
         self.ci_method, self.alpha, self.pc_algorithm = ci_method, float(alpha), pc_algorithm
@@ -75,7 +80,10 @@ class QuestionToolPolicy(Policy):
         if step is None or info.get("error") is not None or _budget_left(observation) <= 1:
             self._plan = []
             return _answer(self._default())
-        return step(info.get("data") or {}) if callable(step) else step
+        if not callable(step):
+            return step
+        data = info.get("data")
+        return step(data if isinstance(data, dict) else {})
 
     # ---- the chains -----------------------------------------------------------------------
     def _steps(self, question: dict[str, Any]) -> list:
@@ -83,11 +91,23 @@ class QuestionToolPolicy(Policy):
         x, y = question.get("x_name"), question.get("y_name")
         if kind in ("independence", "conditional_independence",
                     "multi_conditional_independence"):
-            test = {"tool": "ci_test", "args": {"x": x, "y": y,
-                                                "given": question["given_names"],
-                                                "method": self.ci_method}}
-            return [test, lambda data: _answer("yes" if data["p_value"] > self.alpha
-                                               else "no")]
+            methods = self.ci_method.split("+")
+            level = self.alpha / len(methods)
+            p_values: list[float] = []
+
+            def test(method: str):
+                def step(data: dict[str, Any]) -> dict[str, Any]:
+                    if "p_value" in data:
+                        p_values.append(float(data["p_value"]))
+                    return {"tool": "ci_test", "args": {
+                        "x": x, "y": y, "given": question["given_names"], "method": method}}
+                return step
+
+            def decide(data: dict[str, Any]) -> dict[str, Any]:
+                p_values.append(float(data["p_value"]))
+                return _answer("yes" if min(p_values) > level else "no")
+
+            return [test(method) for method in methods] + [decide]
         if kind in ("direct_cause", "collider", "confounding"):
             query = {"direct_cause": "direct_cause", "collider": "collider",
                      "confounding": "confounder"}[kind]
@@ -164,7 +184,7 @@ def _possible_parents(data: dict[str, Any], x: str, y: str) -> list[str]:
     return [graph.names[k] for k in np.flatnonzero(possible) if graph.names[k] != y]
 
 
-def question_tool_policy(ci_method: str = "fisherz", alpha: float = 0.05,
+def question_tool_policy(ci_method: str = COMBINED, alpha: float = 0.05,
                          pc_algorithm: str = "pc-fisherz") -> QuestionToolPolicy:
     """Entry-point factory of :class:`QuestionToolPolicy` (policy ``qa-tools``)."""
     return QuestionToolPolicy(ci_method, alpha, pc_algorithm)

@@ -119,6 +119,13 @@ class HeuresisEnv(gym.Env):
     `deletion_log` shows why PC removed every missing edge. Each registered id is one family:
     `Heuresis-lg-v0`, …, `Heuresis-gauntlet-v0`.
 
+    **Question episodes** (`task="qa"`, ids `Heuresis-qa-{family}-v0`) ask one causal question
+    about the table instead — independence, direct cause, collider, confounding, a whole or
+    partial graph, an average effect — drawn from the split's fixed question set, answered
+    with the `answer` tool and scored against the exact truth of the hidden model (1 for a
+    correct answer); see `docs/questions.md`. `name_mode="decoy"` names the columns with
+    random domain words.
+
     ## Action Space
 
     *Text view* (`interface="text"`, the default): a JSON string, or the same Python dict,
@@ -200,7 +207,7 @@ class HeuresisEnv(gym.Env):
     | `max_steps`    | **int**       | `50`     | step budget (tool calls + edits + rejected actions)  |
     | `max_seconds`  | **float**     | `600`    | wall-time budget per episode; `None` for none        |
     | `target`       | **str**       | `"none"` | stated target: `"none"`, `"cpdag"` or `"dag"`        |
-    | `toolbox`      | **str**       | `"full"` | `"minimal"` lacks run_code, stability, orientation_probe |
+    | `toolbox`      | **str**       | `"full"` | `"minimal"` lacks run_code, stability, orientation_probe; `"code"` has only run_code and submit/answer |
     | `reward`       | **str**       | `"f1"`   | `"f1"` at the end, or `"shaped"` (ΔF1 per edit)      |
     | `d`, `n`       | **int**       | 10, 600  | variables and rows of the instances                  |
     | `graph_model`  | **str**       | `"er"`   | `"er"` or `"ba"`                                     |
@@ -210,6 +217,9 @@ class HeuresisEnv(gym.Env):
     | `trace_path`   | **str**       | `None`   | directory for one JSON-lines trace per episode       |
     | `salt`         | **str**       | `None`   | secret salt of a sealed test split                   |
     | `rl_text`      | **bool**      | `False`  | RL view: format each action's text (as traces do)    |
+    | `task`         | **str**       | `"graph"`| `"graph"`, or `"qa"`: one question per episode       |
+    | `name_mode`    | **str**       | `"anonymous"` | question episodes: `"anonymous"` or `"decoy"` names |
+    | `questions`    | **list[int]** | `None`   | question ids `reset` draws from (default: all)       |
 
     ## Vectorized environment
 

@@ -110,7 +110,7 @@ def question_arms(runs: Sequence[RunDirectory]) -> list[QuestionArm]:
                         parts.append(f"{name}={arm.settings.get(name)}")
                 for name in sorted({k for a in group for k in a.policy_options}):
                     if len({json.dumps(a.policy_options.get(name)) for a in group}) > 1:
-                        parts.append(f"{name}={arm.policy_options.get(name)}")
+                        parts.append(f"{name}={arm.policy_options.get(name, 'default')}")
             arm.label = policy + (f" [{', '.join(parts)}]" if parts else "")
     return ordered
 

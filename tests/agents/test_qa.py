@@ -17,6 +17,7 @@ from heuresis_env.errors import HeuresisError
 from heuresis_env.evaluation import evaluate, load_run
 from heuresis_env.policy import EpisodeSettings, run_episode
 from heuresis_env.questions import KINDS, question_set
+from tests.env.test_questions_env import edge_list
 
 SMALL = {"d": 6, "n": 200}
 KIND_IDS = {kind: k for k, kind in enumerate(KINDS)}
@@ -154,16 +155,7 @@ def test_a_graph_question_in_text_mode():
     env = make_env()
     _, info = env.reset(seed=0, options={"question": question})
     env.close()
-    names = info["names"]
-    edges = []
-    marks = truth.marks()
-    for a in range(len(truth.variables)):
-        for b in range(a + 1, len(truth.variables)):
-            if marks[a, b]:
-                left = "<" if marks[b, a] == 2 else "-"
-                right = ">" if marks[a, b] == 2 else "-"
-                edges.append(f"{names[truth.variables[a]]} {left}-{right} "
-                             f"{names[truth.variables[b]]}")
+    edges = edge_list(truth, info["names"])
     action = json.dumps({"tool": "answer", "args": {"answer": edges}})
     with ChatServer([text_reply(f"Thought: done.\n```json\n{action}\n```")]) as server:
         policy = llm_policy(server, native_tools=False)

@@ -18,17 +18,16 @@ both ends (S drawn from x's or from y's neighbours).
   starts, exactly as causal-learn's ``stable=False``, so S may still contain a neighbour x
   lost earlier in the same turn.
 
-**Orientation**: v-structures from the logged separating sets
-(:func:`heuresis_env.graphs.orient_v_structures`), then Meek's rules, giving a CPDAG. With an
-exact oracle this is the true CPDAG. On finite data it can differ from causal-learn's
-``uc_rule=0`` orientation in two ways: (1) in the stable variant causal-learn calls
-i — k — j a non-collider when k is in *any* separating set found at the deleting level (from
-either end), we use the one deleting set; (2) when two colliders disagree on an edge, the
-conflict is resolved differently (causal-learn's default ``uc_priority=2`` skips a collider
-whose edge already points out of its middle node; ``orient_v_structures`` orients each edge
-unless it already points the other way). Where neither applies the CPDAGs coincide under
-every ``uc_priority``; (1) never applies to the original variant, for which causal-learn's
-separating set is our deleting set.
+**Orientation** (:mod:`heuresis_env.discovery.pc_orientation`): every unshielded triple
+x — m — y is decided by the ``orientation`` rule, colliders are oriented, then Meek's rules
+give a CPDAG. The default ``"union"`` repeats causal-learn's ``pc()`` with its defaults
+(``uc_rule=0``, ``uc_priority=2``) exactly: m is a non-collider when it is in any separating
+set found for (x, y) at the deleting level — in the stable variant causal-learn tests every
+set of that level from both ends, so those sets are tested here too. ``"single"`` uses only
+the deleting set (Heuresis's earlier rule); ``"conservative"`` (CPC) and ``"majority"`` (MPC)
+test every subset of the endpoints' adjacencies and mark ambiguous triples. With an exact
+oracle every rule gives the true CPDAG. ``PCResult.triples`` records each decision and the
+sets behind it.
 
 **Subsets**: PC runs on the columns it is given. To work on a subset of variables, select
 the columns and pass their names: ``pc(X[:, idx], names=[all_names[i] for i in idx])``.
@@ -46,13 +45,14 @@ from typing import Any
 import numpy as np
 
 from heuresis_env.discovery.citests.base import CITest, make_ci_test
-from heuresis_env.errors import HeuresisError, UnknownNameError
-from heuresis_env.graphs import (
-    Graph,
-    apply_meek_rules,
-    orient_v_structures,
-    pdag_to_graph,
+from heuresis_env.discovery.pc_orientation import (
+    DEFAULT_ORIENTATION,
+    ORIENTATION_RULES,
+    TripleDecision,
+    orient,
 )
+from heuresis_env.errors import HeuresisError, UnknownNameError
+from heuresis_env.graphs import Graph, pdag_to_graph
 
 PC_VARIANTS = ("stable", "original")
 
@@ -97,9 +97,11 @@ class Deletion:
 class PCResult:
     """PC's output: the CPDAG, its skeleton, and the evidence behind every missing edge.
 
-    ``n_tests`` counts the distinct CI tests PC asked for ({x, y} unordered, S as a set);
-    ``n_test_calls`` also counts a test repeated from the other end of a pair (served from
-    the test's cache). ``runtime`` is wall-clock seconds, CI tests included.
+    ``n_tests`` counts the distinct CI tests the skeleton phase asked for ({x, y} unordered,
+    S as a set); ``n_test_calls`` also counts a test repeated from the other end of a pair
+    (served from the test's cache); ``n_orientation_tests`` counts the further distinct tests
+    the orientation rule asked for. ``triples`` holds the rule's decision on every unshielded
+    triple. ``runtime`` is wall-clock seconds, CI tests included.
     """
 
     graph: Graph
@@ -114,6 +116,14 @@ class PCResult:
     n_test_calls: int = 0
     max_depth: int | None = None
     names: tuple[str, ...] = field(default=())
+    orientation: str = DEFAULT_ORIENTATION
+    triples: list[TripleDecision] = field(default_factory=list)
+    n_orientation_tests: int = 0
+
+    @property
+    def colliders(self) -> list[TripleDecision]:
+        """The triples the rule called colliders (``applied`` says which were oriented)."""
+        return [t for t in self.triples if t.decision == "collider"]
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form (separating sets as ``[[x, y], [S...]]`` pairs in sorted order)."""
@@ -131,6 +141,9 @@ class PCResult:
             "max_depth": self.max_depth,
             "runtime": self.runtime,
             "names": list(self.names),
+            "orientation": self.orientation,
+            "triples": [t.to_dict() for t in self.triples],
+            "n_orientation_tests": self.n_orientation_tests,
         }
 
 
@@ -175,16 +188,21 @@ def _resolve_ci_test(data: np.ndarray | None, ci_test: str | CITest,
 
 def pc(data: np.ndarray | None, names: Sequence[str] | None = None,
        ci_test: str | CITest = "fisherz", alpha: float = 0.05, variant: str = "stable",
-       max_depth: int | None = None, ci_params: dict[str, Any] | None = None) -> PCResult:
+       max_depth: int | None = None, ci_params: dict[str, Any] | None = None,
+       orientation: str = DEFAULT_ORIENTATION) -> PCResult:
     """Run PC on ``data`` (n × d) and return the CPDAG with its deletion log.
 
     ``ci_test`` is a registered test name (built on ``data`` with ``ci_params``) or a built
     :class:`CITest` (then ``data`` may be None). ``names`` defaults to X1..Xd. ``max_depth``
-    caps |S| (levels 0..max_depth). See the module docstring for the enumeration order.
+    caps |S| (levels 0..max_depth). ``orientation`` is one of
+    :data:`~heuresis_env.discovery.pc_orientation.ORIENTATION_RULES`. See the module
+    docstring for the enumeration order and the rules.
     """
     start = time.perf_counter()
     if variant not in PC_VARIANTS:
         raise UnknownNameError("PC variant", variant, PC_VARIANTS)
+    if orientation not in ORIENTATION_RULES:
+        raise UnknownNameError("orientation rule", orientation, ORIENTATION_RULES)
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 < alpha < 1:
         raise HeuresisError(f"alpha must be a number in the open interval (0, 1), got {alpha!r}")
     if max_depth is not None and (isinstance(max_depth, bool)
@@ -238,8 +256,13 @@ def pc(data: np.ndarray | None, names: Sequence[str] | None = None,
         level += 1
 
     skeleton_matrix = np.array(adjacent, dtype=bool).reshape(d, d)
-    pdag = orient_v_structures(skeleton_matrix, separating_sets_index)
-    graph = pdag_to_graph(apply_meek_rules(pdag), names)
+    column = {name: i for i, name in enumerate(names)}
+    deleting_sets = {frozenset((column[r.x], column[r.y])):
+                     (column[r.x], tuple(column[v] for v in r.conditioning_set))
+                     for r in deletion_log}
+    oriented = orient(skeleton_matrix, deleting_sets, names, tester, alpha, orientation,
+                      variant, max_depth)
+    graph = pdag_to_graph(oriented.pdag, names)
     skeleton = pdag_to_graph(skeleton_matrix, names)
     separating_sets = {
         frozenset(names[a] for a in pair): tuple(names[v] for v in s)
@@ -249,7 +272,8 @@ def pc(data: np.ndarray | None, names: Sequence[str] | None = None,
         graph=graph, skeleton=skeleton, deletion_log=deletion_log,
         separating_sets=separating_sets, n_tests=len(tested), ci_test=tester.name,
         alpha=alpha, variant=variant, runtime=time.perf_counter() - start,
-        n_test_calls=n_test_calls, max_depth=max_depth, names=names,
+        n_test_calls=n_test_calls, max_depth=max_depth, names=names, orientation=orientation,
+        triples=list(oriented.triples), n_orientation_tests=len(oriented.tests_asked - tested),
     )
 
 

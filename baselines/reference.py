@@ -17,7 +17,7 @@ from heuresis_env.metrics import score_graph
 from heuresis_env.version import __version__
 
 #: bump when a change here alters results (the package version is part of the key too)
-CODE_VERSION = "1"
+CODE_VERSION = "2"  # 2: PC's default orientation is causal-learn's (issue 13)
 
 #: the reference algorithms (docs/baselines.md), in the order tables list them
 REFERENCE_ALGORITHMS: tuple[str, ...] = (

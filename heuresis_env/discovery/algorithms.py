@@ -46,7 +46,8 @@ The "cpdag" type covers any PDAG (directed and undirected edges). Choices worth 
   (``extras["converged"]`` False, plus a warning); NOTEARS-MLP runs torch on one thread.
 
 ``extras`` holds what an agent or analysis may want besides the graph: PC's
-``deletion_log`` and ``n_tests``; GES's ``score``; DirectLiNGAM's and NOTEARS' weighted
+``deletion_log``, ``n_tests`` and ``orientation`` (the rule and its decision on every
+unshielded triple: collider, non-collider or ambiguous, with the separating sets behind it); GES's ``score``; DirectLiNGAM's and NOTEARS' weighted
 ``edges``; LiNGAM's ``causal_order``; ANM's per-edge ``orientation`` evidence; and
 ``warnings`` raised during the run.
 """
@@ -72,6 +73,7 @@ from heuresis_env.discovery.citests import make_ci_test
 from heuresis_env.discovery.notears import notears_linear, notears_mlp
 from heuresis_env.discovery.orientation import orient_skeleton_pairwise
 from heuresis_env.discovery.pc import pc
+from heuresis_env.discovery.pc_orientation import DEFAULT_ORIENTATION, ORIENTATION_RULES
 from heuresis_env.errors import DataError, HeuresisError, UnknownNameError
 from heuresis_env.graphs import EdgeMark, Graph, GraphType, pdag_to_graph
 
@@ -397,7 +399,7 @@ def run_algorithm(name: str, data: np.ndarray, names: Sequence[str] | None = Non
 
 
 #: bump when an algorithm's output for the same inputs changes, so cached outputs are not reused
-ALGORITHM_CACHE_VERSION = 1
+ALGORITHM_CACHE_VERSION = 2  # 2: PC's default orientation is causal-learn's (issue 13)
 _RECENT: MemoCache[AlgorithmResult] = MemoCache(256)
 
 
@@ -540,11 +542,15 @@ def _pc_runner(ci_test: str) -> Runner:
     def run(data: np.ndarray, names: tuple[str, ...], params: dict[str, Any],
             seed: int) -> tuple[Graph, dict[str, Any]]:
         result = pc(data, names=names, ci_test=ci_test, alpha=params["alpha"],
-                    variant=params["variant"], max_depth=params["max_depth"])
+                    variant=params["variant"], max_depth=params["max_depth"],
+                    orientation=params["orientation"])
         return result.graph, {
             "deletion_log": [d.to_dict() for d in result.deletion_log],
             "n_tests": result.n_tests,
             "ci_test": result.ci_test,
+            "orientation": {"rule": result.orientation,
+                            "triples": [t.to_dict() for t in result.triples],
+                            "n_tests": result.n_orientation_tests},
         }
 
     return run
@@ -613,8 +619,9 @@ def run_anm(data: np.ndarray, names: tuple[str, ...], params: dict[str, Any],
     how directed cycles are broken; PC's own v-structure orientations are not used.
     """
 
+    # only the skeleton is used: the single-set rule asks for no CI test beyond the skeleton's
     skeleton_run = pc(data, names=names, ci_test="kci", alpha=params["alpha"],
-                      variant=params["variant"])
+                      variant=params["variant"], orientation="single")
     pdag, evidence = orient_skeleton_pairwise(
         data, skeleton_run.skeleton.skeleton(), np.random.default_rng(seed),
         regressor=params["regressor"], alpha=params["hsic_alpha"], margin=params["margin"],
@@ -700,9 +707,12 @@ run_boss = _permutation_runner("boss")
 
 # ---- the built-in registry ------------------------------------------------------------------
 
-_PC_PARAMS = {"alpha": 0.05, "variant": "stable", "max_depth": None}
+_PC_PARAMS = {"alpha": 0.05, "variant": "stable", "max_depth": None,
+              "orientation": DEFAULT_ORIENTATION}
 _PC_RULES = {"alpha": open_unit(), "variant": one_of("stable", "original"),
-             "max_depth": optional_int_at_least(0)}
+             "max_depth": optional_int_at_least(0), "orientation": one_of(*ORIENTATION_RULES)}
+_PC_ORIENTATION_HELP = ("Orientation: union (causal-learn's rule), single (the deleting set), "
+                        "conservative (CPC) or majority (MPC)")
 _NOTEARS_RULES = {"lambda1": non_negative(), "w_threshold": non_negative(),
                   "max_iter": int_at_least(1), "h_tol": positive(), "rho_max": positive()}
 
@@ -710,10 +720,12 @@ _NOTEARS_RULES = {"lambda1": non_negative(), "w_threshold": non_negative(),
 def _register_builtin() -> None:
     here = __name__
     register_algorithm(AlgorithmSpec(
-        "pc-fisherz", "PC with the Fisher-z test (linear-Gaussian); deletion log in extras",
+        "pc-fisherz", "PC with the Fisher-z test (linear-Gaussian); deletion log in extras. "
+        + _PC_ORIENTATION_HELP,
         GraphType.CPDAG, dict(_PC_PARAMS), f"{here}:run_pc_fisherz", _PC_RULES))
     register_algorithm(AlgorithmSpec(
-        "pc-kci", "PC with the kernel CI test KCI (nonparametric); deletion log in extras",
+        "pc-kci", "PC with the kernel CI test KCI (nonparametric); deletion log in extras. "
+        + _PC_ORIENTATION_HELP,
         GraphType.CPDAG, dict(_PC_PARAMS), f"{here}:run_pc_kci", _PC_RULES))
     register_algorithm(AlgorithmSpec(
         "ges", "Greedy equivalence search with the linear-Gaussian BIC score",

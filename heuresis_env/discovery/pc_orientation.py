@@ -239,14 +239,13 @@ class _CausalLearnPattern:
     """A PDAG held as causal-learn's ``CausalGraph`` holds it, to repeat its steps exactly.
 
     ``g[i, j]`` is the mark at i's end of the edge i–j (−1 tail, 1 arrow, 0 no edge), so
-    i → j is ``g[i, j] = -1, g[j, i] = 1``. ``dpath[j, i]`` records i as an ancestor of j,
-    updated as ``GeneralGraph.adjust_dpath`` / ``reconstitute_dpath`` do.
+    i → j is ``g[i, j] = -1, g[j, i] = 1``. Orientations that would close a directed cycle
+    are skipped (see the module docstring for how this departs from causal-learn).
     """
 
     def __init__(self, skeleton: np.ndarray):
         self.g = np.where(skeleton, -1, 0).astype(np.int8)
         self.d = self.g.shape[0]
-        self.dpath = np.eye(self.d, dtype=bool)
 
     def directed(self, i: int, j: int) -> bool:
         return self.g[i, j] == -1 and self.g[j, i] == 1
@@ -254,41 +253,30 @@ class _CausalLearnPattern:
     def undirected(self, i: int, j: int) -> bool:
         return self.g[i, j] == -1 and self.g[j, i] == -1
 
-    def _is_ancestor(self, a: int, b: int) -> bool:
-        return bool(self.dpath[b, a])
-
-    def _adjust_dpath(self, i: int, j: int) -> None:
-        """i → j was added: i's recorded ancestors become j's, and i becomes an ancestor of
-        j's recorded descendants (ancestors of i are not linked to descendants of j)."""
-        ancestors_of_i = self.dpath[i].copy()
-        descendants_of_j = self.dpath[:, j].copy()
-        self.dpath[j, i] = True
-        self.dpath[j, ancestors_of_i] = True
-        self.dpath[descendants_of_j, i] = True
-
-    def _reconstitute_dpath(self) -> None:
-        """Rebuild the record from the directed edges, visited in the reverse of causal-learn's
-        ``get_graph_edges`` order (it pops them from the end of the list)."""
-        self.dpath = np.eye(self.d, dtype=bool)
-        edges = [(i, j) for i in range(self.d) for j in range(i + 1, self.d) if self.g[j, i] != 0]
-        for i, j in reversed(edges):
-            if self.directed(i, j):
-                self._adjust_dpath(i, j)
-            elif self.directed(j, i):
-                self._adjust_dpath(j, i)
+    def _reaches(self, source: int, target: int) -> bool:
+        """Whether a directed path source → … → target exists."""
+        children = (self.g == -1) & (self.g.T == 1)  # [i, j]: i → j
+        seen = {source}
+        stack = [source]
+        while stack:
+            v = stack.pop()
+            if v == target:
+                return True
+            for w in np.flatnonzero(children[v]).tolist():
+                if w not in seen:
+                    seen.add(w)
+                    stack.append(w)
+        return False
 
     def _orient(self, i: int, j: int) -> None:
-        """causal-learn's ``remove_edge(get_edge(i, j))`` then ``add_edge(i --> j)``."""
-        was_directed = self.directed(i, j) or self.directed(j, i)
-        self.g[i, j] = self.g[j, i] = 0
-        if was_directed:
-            self._reconstitute_dpath()
         self.g[i, j], self.g[j, i] = -1, 1
-        self._adjust_dpath(i, j)
 
     def orient_collider(self, x: int, m: int, y: int) -> bool:
-        """``uc_priority=2``: orient x → m ← y unless m → x or m → y is already there."""
+        """``uc_priority=2``: orient x → m ← y unless m → x or m → y is already there (or the
+        collider would close a directed cycle)."""
         if self.directed(m, x) or self.directed(m, y):
+            return False
+        if self._reaches(m, x) or self._reaches(m, y):
             return False
         self._orient(x, m)
         self._orient(y, m)
@@ -331,13 +319,13 @@ class _CausalLearnPattern:
                 if (i, j, k) in ambiguous:
                     continue
                 if self.directed(i, j) and self.undirected(j, k):
-                    if self._is_ancestor(k, j):
+                    if self._reaches(k, j):
                         continue
                     self._orient(j, k)
                     changed = True
             for i, j, k in triangles:
                 if self.directed(i, j) and self.directed(j, k) and self.undirected(i, k):
-                    if self._is_ancestor(k, i):
+                    if self._reaches(k, i):
                         continue
                     self._orient(i, k)
                     changed = True
@@ -346,7 +334,7 @@ class _CausalLearnPattern:
                     continue
                 if (self.undirected(i, j) and self.undirected(i, k) and self.directed(j, tip)
                         and self.directed(k, tip) and self.undirected(i, tip)):
-                    if self._is_ancestor(tip, i):
+                    if self._reaches(tip, i):
                         continue
                     self._orient(i, tip)
                     changed = True

@@ -33,7 +33,8 @@ class GuidedStart:
 
 def compute_guided_start(data: np.ndarray, names: Sequence[str], alpha: float = ALPHA,
                         ci_test: str = "kci") -> GuidedStart:
-    """Run PC with ``ci_test`` (KCI by default) and keep what the guided condition shows."""
+    """Run PC with ``ci_test`` (KCI by default; PC's default orientation, causal-learn's rule)
+    and keep what the guided condition shows."""
     result = pc(data, names, ci_test=ci_test, alpha=alpha)
     return GuidedStart(graph=result.graph, deletion_log=tuple(result.deletion_log),
                       n_tests=result.n_tests, alpha=alpha, ci_test=result.ci_test,

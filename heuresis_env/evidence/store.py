@@ -13,7 +13,7 @@ from typing import Any
 from heuresis_env.cache import MemoCache, ResultCache, stable_hash
 
 #: bump when any computation of this package changes, so stale cache entries are not reused
-EVIDENCE_VERSION = 1
+EVIDENCE_VERSION = 2  # 2: the guided start uses PC's causal-learn orientation (issue 13)
 
 _MEMORY: MemoCache[Any] = MemoCache(512)
 

@@ -374,7 +374,7 @@ def test_notears_mlp_is_reproducible_for_a_seed(small_instance):
 
 def test_bad_input_raises_before_running(small_instance):
     data, names, _ = small_instance
-    with pytest.raises(HeuresisError, match="accepted: alpha, max_depth, variant"):
+    with pytest.raises(HeuresisError, match="accepted: alpha, max_depth, orientation, variant"):
         run_algorithm("pc-fisherz", data, names, params={"alpah": 0.1})
     with pytest.raises(HeuresisError, match=r"open interval \(0, 1\)"):
         run_algorithm("pc-fisherz", data, names, params={"alpha": 1.5})

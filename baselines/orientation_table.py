@@ -8,8 +8,9 @@ true CPDAG and the mean nSHD (SHD against the true DAG / d), and each rule's pai
 difference from the default with a 95% bootstrap interval over instances.
 
 ``--guided-starts`` instead compares the guided start (PC-KCI, default rule) with what the
-single-set rule gave before: on how many instances the RL view's starting graph changes, and
-whether the skeleton (hence adjacency F1, BCA's selection criterion) stays the same.
+single-set rule gave before: on how many instances the RL view's starting graph changes,
+whether the skeleton (hence adjacency F1, BCA's selection criterion) stays the same, and
+whether the default equals causal-learn's ``pc()`` given the same KCI p-values.
 """
 
 from __future__ import annotations
@@ -18,18 +19,31 @@ import argparse
 import json
 import sys
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from baselines.family_table import Cell
-from heuresis_env.discovery.citests import make_ci_test
-from heuresis_env.discovery.pc import pc
-from heuresis_env.discovery.pc_orientation import DEFAULT_ORIENTATION, ORIENTATION_RULES
-from heuresis_env.evidence.start import ALPHA, start_graph_for_edits
-from heuresis_env.generation.families import available_families
-from heuresis_env.generation.instances import SPLIT_SIZES, InstanceKey, generate_instance
+from heuresis_env.discovery import (
+    CAUSAL_LEARN_ADAPTER,
+    DEFAULT_ORIENTATION,
+    ORIENTATION_RULES,
+    CITest,
+    graph_from_causallearn,
+    make_ci_test,
+    pc,
+    register_causallearn_adapter,
+)
+from heuresis_env.evidence import ALPHA, start_graph_for_edits
+from heuresis_env.generation import (
+    SPLIT_SIZES,
+    InstanceKey,
+    available_families,
+    generate_instance,
+)
+from heuresis_env.graphs import Graph, has_directed_cycle
 from heuresis_env.metrics import adjacency_f1, nshd, shd_cpdag
 
 
@@ -101,10 +115,23 @@ def markdown(tables: dict[str, dict[str, dict]], title: str) -> str:
     return "\n".join(lines)
 
 
+def causal_learn_cpdag(tester: CITest, names: tuple[str, ...], alpha: float) -> Graph:
+    """causal-learn's ``pc()`` with its defaults, asking our CI test (same p-values as ours)."""
+    from causallearn.search.ConstraintBased.PC import pc as causal_learn_pc
+
+    register_causallearn_adapter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cg = causal_learn_pc(tester.data, alpha, CAUSAL_LEARN_ADAPTER, show_progress=False,
+                             node_names=list(names), ci_test=tester)
+    return graph_from_causallearn(cg.G, names)
+
+
 def compare_guided_starts(family: str, split: str, n: int, count: int, d: int = 10) -> dict:
     """PC-KCI with the default rule against the single-set rule on the same KCI tests: how
     many starting graphs of the RL view change, and whether any skeleton or F1 changes."""
     changed, changed_cpdag, skeleton_changed, f1_changed, shd_delta = [], [], [], [], []
+    differs_from_causal_learn, causal_learn_cyclic = [], []
     for index in range(count):
         instance = generate_instance(InstanceKey(family, split, index, d=d, n=n))
         tester = make_ci_test("kci", np.asarray(instance.X))
@@ -121,11 +148,19 @@ def compare_guided_starts(family: str, split: str, n: int, count: int, d: int = 
         if adjacency_f1(old.graph, truth.dag) != adjacency_f1(new.graph, truth.dag):
             f1_changed.append(slug)
         shd_delta.append(shd_cpdag(new.graph, truth.cpdag) - shd_cpdag(old.graph, truth.cpdag))
-        print(f"  {slug}: start graph {'changed' if slug in changed else 'same'}", flush=True)
+        theirs = causal_learn_cpdag(tester, instance.names, ALPHA)
+        if theirs != new.graph:
+            differs_from_causal_learn.append(slug)
+        if has_directed_cycle(theirs.directed_adjacency()):
+            causal_learn_cyclic.append(slug)
+        print(f"  {slug}: start graph {'changed' if slug in changed else 'same'}; "
+              f"equals causal-learn's: {theirs == new.graph}", flush=True)
     return {"family": family, "split": split, "n": n, "count": count,
             "start_graph_changed": changed, "cpdag_changed": changed_cpdag,
             "skeleton_changed": skeleton_changed, "adjacency_f1_changed": f1_changed,
-            "shd_cpdag_new_minus_old": shd_delta}
+            "shd_cpdag_new_minus_old": shd_delta,
+            "differs_from_causal_learn": differs_from_causal_learn,
+            "causal_learn_cyclic": causal_learn_cyclic}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -155,7 +190,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"({', '.join(r['start_graph_changed']) or 'none'}); CPDAG changed on "
                   f"{len(r['cpdag_changed'])}; skeleton changed on {len(r['skeleton_changed'])}; "
                   f"adjacency F1 changed on {len(r['adjacency_f1_changed'])}; summed SHD to the "
-                  f"true CPDAG new − old {sum(r['shd_cpdag_new_minus_old']):+d}")
+                  f"true CPDAG new − old {sum(r['shd_cpdag_new_minus_old']):+d}; differs from "
+                  f"causal-learn's pc() (same KCI p-values) on "
+                  f"{len(r['differs_from_causal_learn'])} "
+                  f"({len(r['causal_learn_cyclic'])} where causal-learn's has a directed cycle)")
         if args.json:
             args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
         print(f"({time.perf_counter() - started:.0f} s)")

@@ -2,19 +2,23 @@
 
 Everything here maps data to evidence or graphs and never reads a hidden record (the oracle
 CI test ``dsep`` takes the true graph explicitly). :mod:`.citests` is the one CI-test
-interface that PC, the tools and the routers share; :mod:`.pc` logs every deletion;
+interface that PC, the tools and the routers share; :mod:`.pc` logs every deletion
+and :mod:`.pc_orientation` holds its orientation rules;
 :mod:`.algorithms` is the registry of reference algorithms (PC, GES, FCI, DirectLiNGAM, ANM,
 NOTEARS, GRaSP, BOSS) behind :func:`run_algorithm`; :mod:`.orientation` holds the pairwise
 orientation probes and :mod:`.graph_merge` the k-vote merge of graphs.
 """
 
 from heuresis_env.discovery.algorithms import (
+    CAUSAL_LEARN_ADAPTER,
     AlgorithmResult,
     AlgorithmSpec,
     available_algorithms,
     cached_run_algorithm,
     get_algorithm,
+    graph_from_causallearn,
     register_algorithm,
+    register_causallearn_adapter,
     run_algorithm,
 )
 from heuresis_env.discovery.citests import (
@@ -36,11 +40,18 @@ from heuresis_env.discovery.pc import (
     validate_names,
     wrong_deletions,
 )
+from heuresis_env.discovery.pc_orientation import (
+    DEFAULT_ORIENTATION,
+    ORIENTATION_RULES,
+    TripleDecision,
+)
 
 __all__ = [
-    "CI_TESTS", "AlgorithmResult", "AlgorithmSpec", "CIResult", "CITest", "Deletion",
-    "PCResult", "available_algorithms", "available_ci_tests", "best_k", "cached_run_algorithm",
-    "distance_correlation", "get_algorithm", "label_deletions", "make_ci_test", "merge_k",
-    "orientation_probe", "pc", "register_algorithm", "register_ci_test", "run_algorithm",
+    "CAUSAL_LEARN_ADAPTER", "CI_TESTS", "DEFAULT_ORIENTATION", "ORIENTATION_RULES",
+    "AlgorithmResult", "AlgorithmSpec", "CIResult", "CITest", "Deletion", "PCResult",
+    "TripleDecision", "available_algorithms", "available_ci_tests", "best_k",
+    "cached_run_algorithm", "distance_correlation", "get_algorithm", "graph_from_causallearn",
+    "label_deletions", "make_ci_test", "merge_k", "orientation_probe", "pc",
+    "register_algorithm", "register_causallearn_adapter", "register_ci_test", "run_algorithm",
     "validate_names", "vote_counts", "wrong_deletions",
 ]

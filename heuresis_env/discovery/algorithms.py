@@ -506,10 +506,11 @@ def _seeded_python_random(seed: int) -> Iterator[None]:
         random.setstate(state)
 
 
-_CAUSAL_LEARN_ADAPTER = "heuresis-citest"
+#: the name under which :func:`register_causallearn_adapter` registers our CI tests
+CAUSAL_LEARN_ADAPTER = "heuresis-citest"
 
 
-def _register_causallearn_adapter() -> None:
+def register_causallearn_adapter() -> None:
     """Let causal-learn's constraint searches call a Heuresis :class:`CITest`.
 
     Registered with causal-learn's ``register_ci_test`` under ``"heuresis-citest"``; the
@@ -518,7 +519,7 @@ def _register_causallearn_adapter() -> None:
     """
     from causallearn.utils import cit
 
-    if _CAUSAL_LEARN_ADAPTER in cit._custom_ci_tests:
+    if CAUSAL_LEARN_ADAPTER in cit._custom_ci_tests:
         return
 
     class HeuresisCITAdapter(cit.CIT_Base):
@@ -533,7 +534,12 @@ def _register_causallearn_adapter() -> None:
             conditioning = [] if condition_set is None else [int(v) for v in condition_set]
             return self.ci_test.test(int(X), int(Y), conditioning).p_value
 
-    cit.register_ci_test(_CAUSAL_LEARN_ADAPTER, HeuresisCITAdapter)
+        def __deepcopy__(self, memo: dict) -> HeuresisCITAdapter:
+            # causal-learn's PC deep-copies its graph, test included: share the test (and
+            # its cache, which holds a lock) instead
+            return self
+
+    cit.register_ci_test(CAUSAL_LEARN_ADAPTER, HeuresisCITAdapter)
 
 
 # ---- runners ----------------------------------------------------------------------------------
@@ -578,10 +584,10 @@ def run_fci(data: np.ndarray, names: tuple[str, ...], params: dict[str, Any],
     """causal-learn FCI with a Heuresis CI test (Fisher-z or KCI); returns a PAG."""
     from causallearn.search.ConstraintBased.FCI import fci
 
-    _register_causallearn_adapter()
+    register_causallearn_adapter()
     tester = make_ci_test(params["test"], data)
     with _silenced_stdout():
-        general_graph, _ = fci(data, _CAUSAL_LEARN_ADAPTER, float(params["alpha"]),
+        general_graph, _ = fci(data, CAUSAL_LEARN_ADAPTER, float(params["alpha"]),
                                depth=int(params["depth"]), verbose=False, show_progress=False,
                                node_names=list(names), ci_test=tester)
     return graph_from_causallearn(general_graph, names), {"n_tests": tester.n_cached}

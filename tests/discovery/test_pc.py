@@ -13,6 +13,7 @@ import pytest
 from heuresis_env.discovery.citests.base import CI_TESTS, make_ci_test, register_ci_test
 from heuresis_env.discovery.citests.dseparation import DSeparation, d_separated
 from heuresis_env.discovery.pc import Deletion, PCResult, label_deletions, pc, wrong_deletions
+from heuresis_env.discovery.pc_orientation import ORIENTATION_RULES
 from heuresis_env.errors import HeuresisError, UnknownNameError
 from heuresis_env.graphs import EdgeMark, Graph, cpdag_from_dag, has_directed_cycle
 
@@ -57,12 +58,13 @@ def names_for(d: int) -> list[str]:
     return [f"X{i + 1}" for i in range(d)]
 
 
-def oracle_pc(adjacency: np.ndarray, variant: str = "stable", names=None) -> PCResult:
+def oracle_pc(adjacency: np.ndarray, variant: str = "stable", names=None,
+              orientation: str = "union") -> PCResult:
     d = adjacency.shape[0]
     names = names or names_for(d)
     placeholder = np.random.default_rng(0).standard_normal((8, d))
     test = DSeparation(placeholder, dag=adjacency)
-    return pc(None, names=names, ci_test=test, variant=variant)
+    return pc(None, names=names, ci_test=test, variant=variant, orientation=orientation)
 
 
 def cpdag_by_enumeration(adjacency: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -205,16 +207,20 @@ def test_d_separation_accepts_graph_and_rejects_bad_dags():
 
 # ---- exact recovery with the oracle -----------------------------------------------------
 
+@pytest.mark.parametrize("orientation", ORIENTATION_RULES)
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_oracle_pc_recovers_the_true_cpdag_on_random_dags(variant):
+def test_oracle_pc_recovers_the_true_cpdag_on_random_dags(variant, orientation):
+    """With an exact oracle every orientation rule finds the true CPDAG (and CPC and MPC
+    find no ambiguous triple)."""
     rng = np.random.default_rng(2024)
     for d in range(3, 13):
         for _ in range(6):
             adjacency = random_dag(rng, d, expected_degree=float(rng.uniform(1.5, 3.5)))
             names = names_for(d)
-            result = oracle_pc(adjacency, variant)
+            result = oracle_pc(adjacency, variant, orientation=orientation)
             truth = Graph.from_dag(adjacency, names)
             assert result.graph == cpdag_from_dag(truth), (d, result.graph.to_text())
+            assert all(t.decision != "ambiguous" for t in result.triples)
             assert np.array_equal(result.skeleton.skeleton(), truth.skeleton())
             assert label_deletions(result.deletion_log, truth) == ["right"] * len(
                 result.deletion_log)
@@ -434,7 +440,9 @@ def test_single_set_orientation_equals_causal_learn_where_the_rules_coincide():
 
 def test_default_orientation_equals_causal_learn_decision_by_decision():
     """The default rule's collider decisions are causal-learn's ``uc_sepset`` decisions on
-    its own separating-set lists, and the CPDAGs are equal, in both variants."""
+    its own separating-set lists, and the CPDAGs are equal, in both variants, wherever
+    causal-learn's has no directed cycle."""
+    equal = cyclic = 0
     for _adjacency, data in _datasets(seed=3, count=16):
         for variant in VARIANTS:
             result = pc(data, alpha=0.05, variant=variant)
@@ -452,7 +460,15 @@ def test_default_orientation_equals_causal_learn_decision_by_decision():
                 i, j = index[t.x], index[t.y]
                 assert ({v for s in cg.sepset[i, j] for v in s}
                         == {index[v] for s in t.separating_sets for v in s})
-            assert causal_learn_graph(cg, names) == result.graph, variant
+            # equal, except where causal-learn's output closes a directed cycle (ours never does)
+            theirs_graph = causal_learn_graph(cg, names)
+            assert not has_directed_cycle(result.graph.directed_adjacency())
+            if has_directed_cycle(theirs_graph.directed_adjacency()):
+                cyclic += 1
+            else:
+                assert theirs_graph == result.graph, variant
+                equal += 1
+    assert equal >= 30 and cyclic <= 2, (equal, cyclic)
 
 
 def test_skeleton_and_cpdag_equal_causal_learn_kci():

@@ -15,7 +15,6 @@ import pytest
 
 from heuresis_env.discovery.algorithms import run_algorithm
 from heuresis_env.discovery.citests.base import CITest
-from heuresis_env.discovery.citests.dseparation import DSeparation
 from heuresis_env.discovery.pc import PCResult, pc
 from heuresis_env.discovery.pc_orientation import (
     ORIENTATION_RULES,
@@ -23,7 +22,7 @@ from heuresis_env.discovery.pc_orientation import (
     unshielded_triples,
 )
 from heuresis_env.errors import HeuresisError, UnknownNameError
-from heuresis_env.graphs import Graph, cpdag_from_dag, has_directed_cycle
+from heuresis_env.graphs import Graph, has_directed_cycle
 
 from .test_pc import random_dag, sample_scm
 
@@ -190,23 +189,7 @@ def test_conflicting_colliders_keep_the_first_and_are_recorded():
     assert [t.middle for t in result.colliders] == ["X2", "X3"]
 
 
-# ---- exact oracle and consistency on data ---------------------------------------------------
-
-@pytest.mark.parametrize("rule", ORIENTATION_RULES)
-def test_every_rule_recovers_the_true_cpdag_with_a_d_separation_oracle(rule):
-    rng = np.random.default_rng(11)
-    for d in range(3, 11):
-        for _ in range(4):
-            adjacency = random_dag(rng, d, expected_degree=float(rng.uniform(1.5, 3.5)))
-            names = [f"X{i + 1}" for i in range(d)]
-            oracle = DSeparation(rng.standard_normal((8, d)), dag=adjacency)
-            for variant in ("stable", "original"):
-                result = pc(None, names=names, ci_test=oracle, variant=variant,
-                            orientation=rule)
-                assert result.graph == cpdag_from_dag(Graph.from_dag(adjacency, names)), (
-                    rule, variant, d)
-                assert all(t.decision != "ambiguous" for t in result.triples)
-
+# ---- consistency on data (the exact oracle: test_pc.py) ---------------------------------------------------
 
 def test_neighbourhood_rules_are_consistent_on_data():
     """On finite data: a CPC collider (middle in no separating set) is an MPC collider and a

@@ -21,9 +21,10 @@ both ends (S drawn from x's or from y's neighbours).
 **Orientation** (:mod:`heuresis_env.discovery.pc_orientation`): every unshielded triple
 x — m — y is decided by the ``orientation`` rule, colliders are oriented, then Meek's rules
 give a CPDAG. The default ``"union"`` repeats causal-learn's ``pc()`` with its defaults
-(``uc_rule=0``, ``uc_priority=2``) exactly: m is a non-collider when it is in any separating
-set found for (x, y) at the deleting level — in the stable variant causal-learn tests every
-set of that level from both ends, so those sets are tested here too. ``"single"`` uses only
+(``uc_rule=0``, ``uc_priority=2``): m is a non-collider when it is in any separating set
+found for (x, y) at the deleting level — in the stable variant causal-learn tests every set
+of that level from both ends, so those sets are tested here too. The output equals
+causal-learn's except where causal-learn's closes a directed cycle (ours never does). ``"single"`` uses only
 the deleting set (Heuresis's earlier rule); ``"conservative"`` (CPC) and ``"majority"`` (MPC)
 test every subset of the endpoints' adjacencies and mark ambiguous triples. With an exact
 oracle every rule gives the true CPDAG. ``PCResult.triples`` records each decision and the

@@ -29,17 +29,24 @@ separates is ambiguous. We call a set separating when p > α (pcalg: p ≥ α), 
 skeleton phase.
 
 Orientation for ``union``, ``conservative`` and ``majority`` repeats causal-learn's
-``UCSepset.uc_sepset(priority=2)`` then ``Meek.meek`` exactly, including their order of
-operations: triples in causal-learn's order (middle node, then x, then y, by column index); a
-collider is skipped whole when either of its edges already points out of m ("prioritize
-existing colliders"); then R1 (unshielded triples), R2 (triangles) and R3 (kites) are swept
-in causal-learn's list orders until nothing changes, skipping an orientation a → b when
-causal-learn's ancestor record says b is an ancestor of a. That record (``GeneralGraph.dpath``)
-is kept incrementally and is not a full transitive closure; it is reproduced as is, because
-on conflicting colliders it decides which edges Meek's rules orient. The neighbourhood rules
-add only pcalg's treatment of ambiguous triples: they are never oriented as colliders, and R1
-and R3 do not use them as non-colliders. (pcalg's own default, ``solve.confl=FALSE``, lets a
-later collider overwrite an earlier one; we keep causal-learn's priority rule for all three.)
+``UCSepset.uc_sepset(priority=2)`` then ``Meek.meek``, including their order of operations:
+triples in causal-learn's order (middle node, then x, then y, by column index); a collider is
+skipped whole when either of its edges already points out of m ("prioritize existing
+colliders"); then R1 (unshielded triples), R2 (triangles) and R3 (kites) are swept in
+causal-learn's list orders, fixed before the first sweep, until nothing changes. The
+neighbourhood rules add only pcalg's treatment of ambiguous triples: they are never oriented
+as colliders, and R1 and R3 do not use them as non-colliders. (pcalg's own default,
+``solve.confl=FALSE``, lets a later collider overwrite an earlier one; we keep causal-learn's
+priority rule for all three.)
+
+**The one difference from causal-learn**: no orientation may close a directed cycle. A
+collider that would is skipped, and so is a Meek orientation a → b when b already reaches a.
+causal-learn's collider step has no such guard, and its Meek step asks an ancestor record
+(``GeneralGraph.dpath``) that is updated incrementally and is not a full transitive closure,
+so on conflicting finite-sample evidence its output can hold a directed cycle. Its record
+only ever under-reports ancestry, and it never removes or reverses a directed edge once
+placed, so our output differs from causal-learn's exactly when causal-learn's has a directed
+cycle (the tests and ``docs/baselines.md`` give the measured counts).
 """
 
 from __future__ import annotations

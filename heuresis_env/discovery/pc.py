@@ -24,11 +24,11 @@ give a CPDAG. The default ``"union"`` repeats causal-learn's ``pc()`` with its d
 (``uc_rule=0``, ``uc_priority=2``): m is a non-collider when it is in any separating set
 found for (x, y) at the deleting level — in the stable variant causal-learn tests every set
 of that level from both ends, so those sets are tested here too. The output equals
-causal-learn's except where causal-learn's closes a directed cycle (ours never does). ``"single"`` uses only
-the deleting set (Heuresis's earlier rule); ``"conservative"`` (CPC) and ``"majority"`` (MPC)
-test every subset of the endpoints' adjacencies and mark ambiguous triples. With an exact
-oracle every rule gives the true CPDAG. ``PCResult.triples`` records each decision and the
-sets behind it.
+causal-learn's except where causal-learn's closes a directed cycle (ours never does).
+``"single"`` uses only the deleting set (Heuresis's earlier rule); ``"conservative"`` (CPC)
+and ``"majority"`` (MPC) test every subset of the endpoints' adjacencies and mark ambiguous
+triples. With an exact oracle every rule gives the true CPDAG. ``PCResult.triples`` records
+each decision and the sets behind it.
 
 **Subsets**: PC runs on the columns it is given. To work on a subset of variables, select
 the columns and pass their names: ``pc(X[:, idx], names=[all_names[i] for i in idx])``.

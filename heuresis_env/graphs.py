@@ -21,6 +21,7 @@ the generator's hidden record and the metrics all need it.
 from __future__ import annotations
 
 import itertools
+import re
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -72,6 +73,22 @@ class Edge:
     @property
     def is_undirected(self) -> bool:
         return self.mark_u == EdgeMark.TAIL and self.mark_v == EdgeMark.TAIL
+
+
+_MARK_LEFT = {symbol: mark for mark, symbol in _SYMBOL_LEFT.items()}
+_MARK_RIGHT = {symbol: mark for mark, symbol in _SYMBOL_RIGHT.items()}
+_EDGE_TEXT = re.compile(r"^(\S+) ([-<o])-([->o]) (\S+)$")
+
+
+def edge_from_text(text: str) -> Edge:
+    """The inverse of ``str(edge)``: ``"X1 o-> X2"`` as an :class:`Edge` (traces store edges
+    as this text); anything else raises :class:`GraphError`."""
+    match = _EDGE_TEXT.match(str(text))
+    if match is None:
+        raise GraphError(f"cannot read the edge {text!r}; expected the form 'X1 --> X2' "
+                         "(marks -, <, o on the left and -, >, o on the right)")
+    u, left, right, v = match.groups()
+    return Edge(u, v, _MARK_LEFT[left], _MARK_RIGHT[right])
 
 
 class GraphError(HeuresisError):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 
 from heuresis_env.errors import HeuresisError
 from heuresis_env.reports import build_report
@@ -31,6 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of every bootstrap (default 0)")
     parser.add_argument("--no-traces", action="store_true",
                         help="skip Table 4 (re-running the algorithms the traces called)")
+    parser.add_argument("--viewer", metavar="VIEWER_DIR", default=None,
+                        help="a trace viewer site ('heuresis view --out VIEWER_DIR') of the same "
+                             "runs: the tables' cells then link to its episodes")
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
@@ -43,10 +48,16 @@ def run(args: argparse.Namespace) -> int:
         raise HeuresisError(f"--seed must be a non-negative integer, got {args.seed}")
     for request in args.deletion_signals:
         parse_signal_request(request)  # fail before any work on a malformed request
+    viewer = None
+    if args.viewer is not None:
+        index = Path(args.viewer)
+        index = index if index.suffix == ".html" else index / "index.html"
+        viewer = Path(os.path.relpath(index.resolve(), Path(args.out).resolve())).as_posix()
     summary = build_report(args.run_dirs, args.out, allow_mixed=args.allow_mixed,
                            deletion_signals=args.deletion_signals, n_resamples=args.bootstrap,
                            seed=args.seed, trace_analysis=not args.no_traces,
-                           progress=not args.no_progress and sys.stderr.isatty())
+                           progress=not args.no_progress and sys.stderr.isatty(),
+                           viewer=viewer)
     for warning in summary.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     print(summary.headline)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import numpy as np
 
@@ -26,6 +27,7 @@ from heuresis_env.reports.document import (
     FigureBlock,
     Heading,
     Paragraph,
+    Section,
     TableBlock,
     to_markdown,
 )
@@ -49,6 +51,7 @@ from heuresis_env.studies.provenance import (
     episode_provenance,
     provenance_cell,
 )
+from heuresis_env.viewer.site import run_names
 
 FIGURES_DIR = "figures"
 
@@ -132,11 +135,32 @@ def _signal_instances(requests: Sequence[str], loaded: LoadedRuns) -> list:
     return instances
 
 
+def viewer_links(loaded: LoadedRuns, viewer: str) -> tables.ViewerLink:
+    """Links from the report's cells to the trace viewer: the episodes of one policy on one
+    family; an arm whose policy has other arms (another condition) is named by its runs (the
+    viewer's run names, made the same way from the same paths)."""
+    names = dict(zip((str(run.path) for run in loaded.runs),
+                     run_names([run.path for run in loaded.runs]), strict=True))
+    arms_of: dict[str, int] = {}
+    for arm in loaded.arms:
+        arms_of[arm.policy] = arms_of.get(arm.policy, 0) + 1
+
+    def link(arm: Arm, family: str) -> str:
+        params = {"policy": arm.policy}
+        if family != tables.ALL:
+            params["family"] = family
+        if arms_of[arm.policy] > 1:
+            params["run"] = ",".join(names[str(run.path)] for run in arm.runs)
+        return f"{viewer}#{urlencode(params)}"
+
+    return link
+
+
 def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLike, *,
                  allow_mixed: bool = False, deletion_signals: Sequence[str] = (),
                  n_resamples: int = 10_000, confidence: float = 0.95, seed: int = 0,
                  trace_analysis: bool = True, proposition_kept: int = 2000,
-                 progress: bool = False) -> ReportSummary:
+                 progress: bool = False, viewer: str | None = None) -> ReportSummary:
     """Write the report of ``run_dirs`` into ``out_dir`` and return what was written.
 
     ``allow_mixed`` accepts runs with different budgets in one table (labels then show the
@@ -146,6 +170,8 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
     per class and effect size. Intervals: ``n_resamples`` paired bootstrap resamples, seeded
     from ``seed``. Question runs (``task="qa"``) make the question section
     (:mod:`heuresis_env.reports.questions`); given alone, they make the whole report.
+    ``viewer`` is the URL of the trace viewer's ``index.html`` (relative to ``out_dir``, e.g.
+    ``../viewer/index.html``): the tables' cells then link to the episodes behind them.
     """
     started = time.perf_counter()
     loaded = load_runs(run_dirs, allow_mixed=allow_mixed)
@@ -160,16 +186,17 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
     with_all = tables.families_with_all(families)
 
     document = Document("Heuresis report")
-    document.add(Paragraph(
+    configuration = Section("Configuration", [Paragraph(
         f"Built {time.strftime('%Y-%m-%d %H:%M:%S %z')} from {len(loaded.runs)} run "
         f"director{'y' if len(loaded.runs) == 1 else 'ies'} ({len(loaded.arms)} arms) on the "
         f"{loaded.runs[0].split} split. Intervals: {confidence:.0%} bootstrap over instances, "
         f"{n_resamples} resamples, seed {seed}. Every cell is given over all episodes and over "
-        "finished episodes, with the truncation rate (the reporting rule)."))
-    document.add(BulletList(_runs_paragraphs(loaded)))
-    warnings_position = len(document.blocks)  # filled in at the end, with later warnings too
+        "finished episodes, with the truncation rate (the reporting rule)."),
+        BulletList(_runs_paragraphs(loaded))])
+    styles = figures.PolicyStyles([arm.label for arm in loaded.arms])
+    link = viewer_links(loaded, viewer) if viewer else None
 
-    headline = tables.headline_table(loaded, settings)
+    headline = tables.headline_table(loaded, settings, link)
     document.add(Heading("Headline"))
     document.add(TableBlock(headline))
 
@@ -183,22 +210,23 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
         except HeuresisError as exc:  # an unreadable trace costs this column, not the report
             warnings.append(f"BCA_φ algorithms not read from the bca traces: {exc}")
     references = tables.reference_table(loaded, settings, bca_algorithm)
-    policies = tables.gain_table(loaded, settings)
-    document.add(Heading("Table 6 / Figure 6: adjacency F1 against BCA_φ and the oracle"))
-    document.add(TableBlock(references))
-    document.add(TableBlock(policies))
+    policies = tables.gain_table(loaded, settings, link=link)
     figure_paths = []
     reference_rows = references.values
     policy_rows = policies.values
-    if policy_rows or reference_rows:
+    if policy_rows or reference_rows:  # the headline figure, right under the headline table
         path = figures.figure6_f1(policy_rows, reference_rows, with_all,
-                                  figure_dir / "figure6_f1.png")
+                                  figure_dir / "figure6_f1.png", styles)
         figure_paths.append(path)
         document.add(FigureBlock(path, "Figure 6 (left): adjacency F1 per family, all "
                                        "episodes; markers: BCA_φ, PC-KCI, oracle."))
+    warnings_position = len(document.blocks)  # filled in at the end, with later warnings too
+    document.add(Heading("Table 6 / Figure 6: adjacency F1 against BCA_φ and the oracle"))
+    document.add(TableBlock(references))
+    document.add(TableBlock(policies))
     if policy_rows and any("delta_all" in r for r in policy_rows):
         path = figures.figure6_gains(policy_rows, reference_rows, with_all,
-                                     figure_dir / "figure6_residual_gain.png")
+                                     figure_dir / "figure6_residual_gain.png", styles)
         figure_paths.append(path)
         document.add(FigureBlock(path, "Figure 6 (right): Δʳ_φ with 95% paired intervals; "
                                        "bars: −selection headroom (down to PC-KCI) and repair "
@@ -208,15 +236,17 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
                  for arm in loaded.arms for family in arm.families()
                  for cell in [tables.arm_cell(arm, family)]]
     if rule_rows:
-        path = figures.figure_reporting_rule(rule_rows, figure_dir / "figure_reporting_rule.png")
+        path = figures.figure_reporting_rule(rule_rows, figure_dir / "figure_reporting_rule.png",
+                                             styles)
         figure_paths.append(path)
         document.add(FigureBlock(path, "Reporting rule: F1 over all vs over finished episodes "
-                                       "for every policy and family (colour: truncation "
-                                       "rate); off-diagonal points mean the two views differ."))
+                                       "for every policy (marker) and family (colour: "
+                                       "truncation rate); off-diagonal points mean the two "
+                                       "views differ."))
 
     # ---- Table 7 -----------------------------------------------------------------------------
     document.add(Heading("Table 7: nSHD"))
-    document.add(TableBlock(tables.nshd_table(loaded, settings)))
+    document.add(TableBlock(tables.nshd_table(loaded, settings, link)))
 
     # ---- Table 4 -----------------------------------------------------------------------------
     document.add(Heading("Table 4: where the added edges came from"))
@@ -245,7 +275,8 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
     document.add(Heading("Figure 7 / Table 8: guided vs unguided, full vs minimal toolbox"))
     document.add(TableBlock(conditions))
     if not conditions.empty:
-        path = figures.figure7_conditions(conditions.values, figure_dir / "figure7_conditions.png")
+        path = figures.figure7_conditions(conditions.values,
+                                          figure_dir / "figure7_conditions.png", styles)
         figure_paths.append(path)
         document.add(FigureBlock(path, "Figure 7: paired differences between conditions, all "
                                        "episodes, 95% intervals."))
@@ -255,13 +286,13 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
     document.add(Heading("Cost and tokens (language-model policies)"))
     document.add(TableBlock(cost))
     if not cost.empty:
-        path = figures.figure_cost(cost.values, figure_dir / "figure_cost.png")
+        path = figures.figure_cost(cost.values, figure_dir / "figure_cost.png", styles)
         figure_paths.append(path)
         document.add(FigureBlock(path, "Mean adjacency F1 against mean cost per episode."))
 
     # ---- Table 13 ----------------------------------------------------------------------------
     document.add(Heading("Table 13: repeats and truncation"))
-    document.add(TableBlock(tables.repeats_table(loaded, settings)))
+    document.add(TableBlock(tables.repeats_table(loaded, settings, link)))
 
     # ---- Appendix F --------------------------------------------------------------------------
     document.add(Heading("Appendix F: telling wrong deletions from right ones"))
@@ -298,12 +329,13 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
                                    "vanishes, inside ½ ± ½·sup|Λ − 1|."))
 
     if warnings:
-        document.blocks[warnings_position:warnings_position] = [Heading("Warnings"),
-                                                                BulletList(list(warnings))]
+        document.blocks.insert(warnings_position, Section(
+            f"Warnings ({len(warnings)})", [BulletList(list(warnings))]))
 
     if loaded.question_runs:
         for block in question_blocks(loaded.question_runs, settings)[0]:
             document.add(block)
+    document.add(configuration)
 
     # ---- write -------------------------------------------------------------------------------
     markdown_path, html_path, json_path = _write_document(document, out, settings)

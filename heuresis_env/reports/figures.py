@@ -17,14 +17,71 @@ import numpy as np
 from heuresis_env.metrics import BootstrapResult
 
 DPI = 110
-_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
-           "#17becf", "#7f7f7f", "#bcbd22")
+#: policy colours: 19 hues chosen to be told apart on white (S. Trubetskoy's list of 20
+#: distinct colours without its near-white beige), then repeated with hatching
+PALETTE = ("#4363d8", "#e6194b", "#3cb44b", "#f58231", "#911eb4", "#42d4f4", "#f032e6",
+           "#9a6324", "#469990", "#800000", "#000075", "#808000", "#bfef45", "#dcbeff",
+           "#a9a9a9", "#ffe119", "#fabed4", "#aaffc3", "#ffd8b1")
+#: policy markers, cycled independently of the colours (19 and 10 are coprime, so the first
+#: 190 policies get distinct colour-marker pairs)
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
+HATCHES = ("", "//", "..", "xx", "\\\\", "oo")
+EDGE = "#333333"
+_COLORS = PALETTE  # single-series figures use the first colours
+
+
+class PolicyStyles:
+    """A colour, marker and bar hatch per arm label, fixed once for a whole report so a policy
+    looks the same in every figure; a label not seen before gets the next free style."""
+
+    def __init__(self, labels: Sequence[str] = ()):
+        self._index: dict[str, int] = {}
+        for label in labels:
+            self._slot(label)
+
+    def _slot(self, label: str) -> int:
+        return self._index.setdefault(str(label), len(self._index))
+
+    def color(self, label: str) -> str:
+        return PALETTE[self._slot(label) % len(PALETTE)]
+
+    def marker(self, label: str) -> str:
+        return MARKERS[self._slot(label) % len(MARKERS)]
+
+    def hatch(self, label: str) -> str:
+        return HATCHES[(self._slot(label) // len(PALETTE)) % len(HATCHES)]
+
+    @property
+    def labels(self) -> list[str]:
+        return list(self._index)
 
 
 def _figure(width: float, height: float):
     from matplotlib.figure import Figure
 
     return Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+
+
+def _legend_width(labels: Sequence[str], columns: int = 1) -> float:
+    """Inches a figure legend of ``labels`` (font size 8) needs beside the axes."""
+    longest = max((len(str(label)) for label in labels), default=0)
+    return columns * (0.55 + 0.062 * longest) + 0.2
+
+
+def _outside_legend(figure, axes, columns: int = 1, first: Sequence[str] = ()) -> None:
+    """The axes' legend to the right of the plot, outside the data (constrained layout makes
+    room for it); the labels in ``first`` (the policies) lead, in that order."""
+    handles, labels = axes.get_legend_handles_labels()
+    rank = {label: k for k, label in enumerate(first)}
+    order = sorted(range(len(labels)), key=lambda k: (rank.get(labels[k], len(rank)), k))
+    handles, labels = [handles[k] for k in order], [labels[k] for k in order]
+    if handles:
+        figure.legend(handles, labels, loc="outside right upper", fontsize=8, ncols=columns,
+                      frameon=False)
+
+
+def _legend_columns(count: int) -> int:
+    return 1 if count <= 16 else 2
 
 
 def _save(figure, path: Path) -> Path:
@@ -45,12 +102,21 @@ def _error_bars(results: Sequence[BootstrapResult | None]) -> tuple[np.ndarray, 
     return means, np.vstack([means - lows, highs - means])
 
 
-def figure6_f1(policy_rows: Sequence[dict[str, Any]], reference_rows: Sequence[dict[str, Any]],
-               families: Sequence[str], path: Path) -> Path:
-    """Figure 6 (left): mean F1 (all episodes) per family for every policy, with BCA_φ,
-    PC-KCI and the oracle as markers."""
+def _styles(styles: PolicyStyles | None, labels: Sequence[str]) -> PolicyStyles:
+    return styles if styles is not None else PolicyStyles(labels)
+
+
+def draw_figure6_f1(policy_rows: Sequence[dict[str, Any]],
+                    reference_rows: Sequence[dict[str, Any]], families: Sequence[str],
+                    styles: PolicyStyles | None = None):
+    """Figure 6 (left) as a matplotlib figure: mean F1 (all episodes) per family for every
+    policy, with BCA_φ, PC-KCI and the oracle as markers; the legend beside the axes."""
     labels = list(dict.fromkeys(r["label"] for r in policy_rows))
-    figure = _figure(max(6.0, 1.3 * len(families) + 2), 4.0)
+    styles = _styles(styles, labels)
+    entries = [*labels, "BCA_φ", "PC-KCI", "oracle"]
+    columns = _legend_columns(len(entries))
+    figure = _figure(max(5.0, 1.1 * len(families) + 1.6) + _legend_width(entries, columns),
+                     4.2)
     axes = figure.add_subplot()
     x = np.arange(len(families))
     width = 0.8 / max(len(labels), 1)
@@ -60,7 +126,8 @@ def figure6_f1(policy_rows: Sequence[dict[str, Any]], reference_rows: Sequence[d
             found = [r for r in policy_rows if r["label"] == label and r["family"] == family]
             means.append(_nan(found[0]["mean_all"]) if found else math.nan)
         axes.bar(x - 0.4 + width * (k + 0.5), means, width, label=label,
-                 color=_COLORS[k % len(_COLORS)])
+                 color=styles.color(label), hatch=styles.hatch(label), edgecolor=EDGE,
+                 linewidth=0.4)
     markers = (("bca", "BCA_φ", "k", "_"), ("pc_kci", "PC-KCI", "#555555", "x"),
                ("oracle", "oracle", "#b8860b", "*"))
     for key, name, color, marker in markers:
@@ -75,18 +142,29 @@ def figure6_f1(policy_rows: Sequence[dict[str, Any]], reference_rows: Sequence[d
     axes.set_ylabel("adjacency F1 (all episodes)")
     axes.set_ylim(0, 1.05)
     axes.set_title("Adjacency F1 per family")
-    axes.legend(fontsize=8, ncols=2, loc="lower left")
     axes.grid(axis="y", alpha=0.3)
-    return _save(figure, path)
+    _outside_legend(figure, axes, columns, first=labels)
+    return figure
 
 
-def figure6_gains(policy_rows: Sequence[dict[str, Any]],
-                  reference_rows: Sequence[dict[str, Any]], families: Sequence[str],
-                  path: Path) -> Path:
+def figure6_f1(policy_rows: Sequence[dict[str, Any]], reference_rows: Sequence[dict[str, Any]],
+               families: Sequence[str], path: Path,
+               styles: PolicyStyles | None = None) -> Path:
+    """Figure 6 (left) as a PNG (see :func:`draw_figure6_f1`)."""
+    return _save(draw_figure6_f1(policy_rows, reference_rows, families, styles), path)
+
+
+def draw_figure6_gains(policy_rows: Sequence[dict[str, Any]],
+                       reference_rows: Sequence[dict[str, Any]], families: Sequence[str],
+                       styles: PolicyStyles | None = None):
     """Figure 6 (right): Δʳ_φ with 95% paired intervals, against the two headrooms (below 0:
     PC-KCI's level, −selection headroom; above: the oracle's, +repair headroom)."""
     labels = list(dict.fromkeys(r["label"] for r in policy_rows))
-    figure = _figure(max(6.0, 1.3 * len(families) + 2), 4.0)
+    styles = _styles(styles, labels)
+    entries = [*labels, "−selection headroom (PC-KCI)", "repair headroom (oracle)"]
+    columns = _legend_columns(len(entries))
+    figure = _figure(max(5.0, 1.1 * len(families) + 1.6) + _legend_width(entries, columns),
+                     4.2)
     axes = figure.add_subplot()
     x = np.arange(len(families))
     for family_position, family in enumerate(families):
@@ -108,23 +186,37 @@ def figure6_gains(policy_rows: Sequence[dict[str, Any]],
             found = [r for r in policy_rows if r["label"] == label and r["family"] == family]
             results.append(found[0].get("delta_all") if found else None)
         means, errors = _error_bars(results)
-        axes.errorbar(x - 0.3 + offset * (k + 0.5), means, yerr=errors, fmt="o", capsize=3,
-                      color=_COLORS[k % len(_COLORS)], label=label)
+        axes.errorbar(x - 0.3 + offset * (k + 0.5), means, yerr=errors,
+                      fmt=styles.marker(label), capsize=3, color=styles.color(label),
+                      markeredgecolor=EDGE, markeredgewidth=0.5, label=label)
     axes.axhline(0, color="k", linewidth=0.8)
     axes.set_xticks(x, families)
     axes.set_ylabel("Δʳ_φ = F1 − F1(BCA_φ)")
     axes.set_title("Residual gain with 95% paired intervals")
-    axes.legend(fontsize=8, loc="best")
     axes.grid(axis="y", alpha=0.3)
-    return _save(figure, path)
+    _outside_legend(figure, axes, columns, first=labels)
+    return figure
 
 
-def figure7_conditions(condition_rows: Sequence[dict[str, Any]], path: Path) -> Path:
+def figure6_gains(policy_rows: Sequence[dict[str, Any]],
+                  reference_rows: Sequence[dict[str, Any]], families: Sequence[str],
+                  path: Path, styles: PolicyStyles | None = None) -> Path:
+    """Figure 6 (right) as a PNG (see :func:`draw_figure6_gains`)."""
+    return _save(draw_figure6_gains(policy_rows, reference_rows, families, styles), path)
+
+
+def draw_figure7_conditions(condition_rows: Sequence[dict[str, Any]],
+                            styles: PolicyStyles | None = None):
     """Figure 7: paired differences between conditions (guided − unguided, full − minimal)
-    per family, with 95% intervals."""
+    per family, with 95% intervals; a policy keeps its colour, the contrast sets the marker."""
     contrasts = list(dict.fromkeys((r["policy"], r["contrast"]) for r in condition_rows))
     families = list(dict.fromkeys(r["family"] for r in condition_rows))
-    figure = _figure(max(6.0, 1.3 * len(families) + 2), 4.0)
+    styles = _styles(styles, [policy for policy, _ in contrasts])
+    contrast_names = list(dict.fromkeys(contrast for _, contrast in contrasts))
+    entries = [f"{policy}: {contrast}" for policy, contrast in contrasts]
+    columns = _legend_columns(len(entries))
+    figure = _figure(max(5.0, 1.1 * len(families) + 1.6) + _legend_width(entries, columns),
+                     4.2)
     axes = figure.add_subplot()
     x = np.arange(len(families))
     offset = 0.7 / max(len(contrasts), 1)
@@ -135,36 +227,64 @@ def figure7_conditions(condition_rows: Sequence[dict[str, Any]], path: Path) -> 
                      and r["family"] == family]
             results.append(found[0]["all"] if found else None)
         means, errors = _error_bars(results)
-        axes.errorbar(x - 0.35 + offset * (k + 0.5), means, yerr=errors, fmt="s", capsize=3,
-                      color=_COLORS[k % len(_COLORS)], label=f"{policy}: {contrast}")
+        axes.errorbar(x - 0.35 + offset * (k + 0.5), means, yerr=errors,
+                      fmt=MARKERS[contrast_names.index(contrast) % len(MARKERS)], capsize=3,
+                      color=styles.color(policy), markeredgecolor=EDGE, markeredgewidth=0.5,
+                      label=f"{policy}: {contrast}")
     axes.axhline(0, color="k", linewidth=0.8)
     axes.set_xticks(x, families)
     axes.set_ylabel("difference in adjacency F1")
     axes.set_title("Conditions: paired differences (all episodes)")
-    axes.legend(fontsize=8)
     axes.grid(axis="y", alpha=0.3)
-    return _save(figure, path)
+    _outside_legend(figure, axes, columns)
+    return figure
 
 
-def figure_reporting_rule(policy_rows: Sequence[dict[str, Any]], path: Path) -> Path:
-    """F1 over all episodes against F1 over finished episodes, per policy and family; the
-    colour is the truncation rate. Points off the diagonal break the reporting rule."""
+def figure7_conditions(condition_rows: Sequence[dict[str, Any]], path: Path,
+                       styles: PolicyStyles | None = None) -> Path:
+    """Figure 7 as a PNG (see :func:`draw_figure7_conditions`)."""
+    return _save(draw_figure7_conditions(condition_rows, styles), path)
+
+
+def draw_figure_reporting_rule(policy_rows: Sequence[dict[str, Any]],
+                               styles: PolicyStyles | None = None):
+    """F1 over all episodes against F1 over finished episodes, per policy (marker) and family;
+    the colour is the truncation rate. Points off the diagonal break the reporting rule."""
     rows = [r for r in policy_rows if r.get("family") != "all"]
-    figure = _figure(5.0, 4.4)
+    labels = list(dict.fromkeys(r["label"] for r in rows))
+    styles = _styles(styles, labels)
+    columns = _legend_columns(len(labels))
+    figure = _figure(5.6 + _legend_width(labels, columns), 4.4)
     axes = figure.add_subplot()
-    all_f1 = np.array([_nan(r["mean_all"]) for r in rows])
-    finished_f1 = np.array([_nan(r["mean_finished"]) for r in rows])
-    rates = np.array([_nan(r["truncation_rate"]) for r in rows])
-    points = axes.scatter(all_f1, finished_f1, c=rates, cmap="viridis", vmin=0, vmax=1,
-                          edgecolors="k", s=40)
+    points = None
+    for label in labels:
+        mine = [r for r in rows if r["label"] == label]
+        points = axes.scatter([_nan(r["mean_all"]) for r in mine],
+                              [_nan(r["mean_finished"]) for r in mine],
+                              c=[_nan(r["truncation_rate"]) for r in mine], cmap="viridis",
+                              vmin=0, vmax=1, marker=styles.marker(label), edgecolors="k",
+                              s=42, label=label)
     axes.plot([0, 1], [0, 1], color="grey", linewidth=0.8, linestyle="--")
     axes.set_xlim(0, 1.02)
     axes.set_ylim(0, 1.02)
     axes.set_xlabel("F1, all episodes")
     axes.set_ylabel("F1, finished episodes")
     axes.set_title("Reporting rule: all vs finished")
-    figure.colorbar(points, ax=axes, label="truncation rate")
-    return _save(figure, path)
+    if points is not None:
+        figure.colorbar(points, ax=axes, label="truncation rate")
+    handles, names = axes.get_legend_handles_labels()
+    if handles:
+        legend = figure.legend(handles, names, loc="outside right upper", fontsize=8,
+                               ncols=columns, frameon=False)
+        for handle in legend.legend_handles:  # the marker, not a truncation colour
+            handle.set_facecolor("#bbbbbb")
+    return figure
+
+
+def figure_reporting_rule(policy_rows: Sequence[dict[str, Any]], path: Path,
+                          styles: PolicyStyles | None = None) -> Path:
+    """The reporting-rule figure as a PNG (see :func:`draw_figure_reporting_rule`)."""
+    return _save(draw_figure_reporting_rule(policy_rows, styles), path)
 
 
 def figure_signals(results: dict[str, Any], path: Path) -> Path:
@@ -189,7 +309,7 @@ def figure_signals(results: dict[str, Any], path: Path) -> Path:
 def figure_proposition(rows: Sequence[Any], path: Path) -> Path:
     """The proposition: AUC of the p-value-only ranker against the noncentrality μ, the exact
     curve and the band ½ ± ½·sup|Λ − 1|."""
-    figure = _figure(6.0, 4.0)
+    figure = _figure(6.4, 4.8)
     axes = figure.add_subplot()
     mu = np.array([r.noncentrality for r in rows])
     order = np.argsort(mu)
@@ -212,27 +332,38 @@ def figure_proposition(rows: Sequence[Any], path: Path) -> Path:
     axes.set_ylabel("AUC of the ranker −p")
     axes.set_ylim(0, 1)
     axes.set_title("p-value-only rankers approach AUC ½ as power vanishes")
-    axes.legend(fontsize=8, loc="upper left")
     axes.grid(alpha=0.3)
+    handles, names = axes.get_legend_handles_labels()
+    figure.legend(handles, names, loc="outside lower center", fontsize=8, ncols=2,
+                  frameon=False)
     return _save(figure, path)
 
 
-def figure_cost(cost_rows: Sequence[dict[str, Any]], path: Path) -> Path:
+def draw_figure_cost(cost_rows: Sequence[dict[str, Any]], styles: PolicyStyles | None = None):
     """Mean F1 against mean cost per episode for language-model policies (per family)."""
     rows = [r for r in cost_rows if r.get("family") != "all"]
     labels = list(dict.fromkeys(r["label"] for r in rows))
-    figure = _figure(6.0, 4.0)
+    styles = _styles(styles, labels)
+    columns = _legend_columns(len(labels))
+    figure = _figure(5.2 + _legend_width(labels, columns), 4.0)
     axes = figure.add_subplot()
-    for k, label in enumerate(labels):
+    for label in labels:
         mine = [r for r in rows if r["label"] == label]
         axes.scatter([_nan(r["cost"]) for r in mine], [_nan(r["f1"]) for r in mine],
-                     color=_COLORS[k % len(_COLORS)], label=label)
+                     color=styles.color(label), marker=styles.marker(label), edgecolors=EDGE,
+                     linewidths=0.5, label=label)
         for r in mine:
             axes.annotate(r["family"], (_nan(r["cost"]), _nan(r["f1"])), fontsize=7,
                           xytext=(3, 3), textcoords="offset points")
     axes.set_xlabel("mean cost per episode ($)")
     axes.set_ylabel("adjacency F1 (all episodes)")
     axes.set_title("F1 against cost")
-    axes.legend(fontsize=8)
     axes.grid(alpha=0.3)
-    return _save(figure, path)
+    _outside_legend(figure, axes, columns)
+    return figure
+
+
+def figure_cost(cost_rows: Sequence[dict[str, Any]], path: Path,
+                styles: PolicyStyles | None = None) -> Path:
+    """The cost figure as a PNG (see :func:`draw_figure_cost`)."""
+    return _save(draw_figure_cost(cost_rows, styles), path)

@@ -1,5 +1,7 @@
 """One self-contained HTML page: every figure embedded as a base64 ``data:`` URI, the style
-inline, no script and no external asset, so the page can be mailed or archived as one file."""
+inline, no script and no external asset, so the page can be mailed or archived as one file.
+Sections (configuration, warnings) are folded ``<details>`` elements; table cells link to the
+trace viewer when the report was given one."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from heuresis_env.reports.document import (
     FigureBlock,
     Heading,
     Paragraph,
+    Section,
     TableBlock,
 )
 
@@ -32,6 +35,11 @@ figure { margin: 1em 0; }
 figcaption { color: #555; font-size: 13px; }
 img { max-width: 100%; border: 1px solid #eee; }
 .table-wrap { overflow-x: auto; }
+td a { color: inherit; text-decoration: none; border-bottom: 1px dotted #88a; }
+td a:hover { color: #1f5fa8; }
+details { margin: 1.5em 0; border-top: 1px solid #eee; }
+details > summary { cursor: pointer; font-size: 1.3em; font-weight: 600; padding: .4em 0; }
+details.warnings > summary { font-size: 1em; color: #a15c00; }
 """
 
 
@@ -41,14 +49,24 @@ def image_data_uri(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
 
 
-def to_html(document: Document) -> str:
-    """The whole document as one HTML page (UTF-8, no external references)."""
+def _cell(text: str, link: str | None) -> str:
     escape = html.escape
-    parts = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-             f"<title>{escape(document.title)}</title>", f"<style>{_STYLE}</style>", "</head>",
-             "<body>", f"<h1>{escape(document.title)}</h1>"]
-    for block in document.blocks:
-        if isinstance(block, Heading):
+    if link:
+        return f'<td><a href="{escape(link)}">{escape(text)}</a></td>'
+    return f"<td>{escape(text)}</td>"
+
+
+def _blocks_html(blocks) -> list[str]:
+    escape = html.escape
+    parts: list[str] = []
+    for block in blocks:
+        if isinstance(block, Section):
+            css = ' class="warnings"' if block.title.lower().startswith("warning") else ""
+            parts.append(f"<details{css}{' open' if block.open else ''}>"
+                         f"<summary>{escape(block.title)}</summary>")
+            parts += _blocks_html(block.blocks)
+            parts.append("</details>")
+        elif isinstance(block, Heading):
             level = min(max(2, block.level), 6)
             parts.append(f"<h{level}>{escape(block.text)}</h{level}>")
         elif isinstance(block, Paragraph):
@@ -59,8 +77,10 @@ def to_html(document: Document) -> str:
         elif isinstance(block, TableBlock):
             table = block.table
             head = "".join(f"<th>{escape(c)}</th>" for c in table.columns)
-            body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>"
-                           for row in table.rows)
+            links = table.links or [[None] * len(row) for row in table.rows]
+            body = "".join("<tr>" + "".join(_cell(c, link) for c, link in zip(
+                row, row_links, strict=True)) + "</tr>"
+                for row, row_links in zip(table.rows, links, strict=True))
             parts.append(f'<div class="table-wrap"><table id="{escape(table.key)}">'
                          f"<caption>{escape(table.title)}</caption><thead><tr>{head}</tr>"
                          f"</thead><tbody>{body}</tbody></table></div>")
@@ -69,5 +89,16 @@ def to_html(document: Document) -> str:
             parts.append(f'<figure><img src="{image_data_uri(block.path)}" '
                          f'alt="{escape(block.caption)}"><figcaption>{escape(block.caption)}'
                          "</figcaption></figure>")
+    return parts
+
+
+def to_html(document: Document) -> str:
+    """The whole document as one HTML page (UTF-8; no external references but the viewer
+    links)."""
+    escape = html.escape
+    parts = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+             f"<title>{escape(document.title)}</title>", f"<style>{_STYLE}</style>", "</head>",
+             "<body>", f"<h1>{escape(document.title)}</h1>"]
+    parts += _blocks_html(document.blocks)
     parts += ["</body>", "</html>"]
     return "\n".join(parts) + "\n"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -197,8 +198,25 @@ def _condition_text(name: str, value: Any) -> str:
     return f"{name}={value}"
 
 
+#: policy options never shown in a label: addresses and credentials (a URL with a random
+#: port or a key says nothing about the policy)
+_HIDDEN_OPTION = re.compile(r"url|address|host|port|key|token|secret|password", re.IGNORECASE)
+
+
+def _shown_option(name: str, values: Iterable[Any]) -> bool:
+    if _HIDDEN_OPTION.search(name):
+        return False
+    return not any(isinstance(v, str) and re.match(r"^[a-z][a-z0-9+.-]*://", v)
+                   for v in values)
+
+
 def _assign_labels(arms: list[Arm]) -> None:
-    """Label = policy, plus the settings and options that tell its arms apart."""
+    """Label = policy, plus the settings and options that tell its arms apart.
+
+    A ``name`` option that differs between the arms replaces the policy name (the policy's
+    own display name); addresses, ports and credentials never enter a label. Arms told apart
+    only by such options are numbered.
+    """
     by_policy: dict[str, list[Arm]] = {}
     for arm in arms:
         by_policy.setdefault(arm.policy, []).append(arm)
@@ -214,11 +232,21 @@ def _assign_labels(arms: list[Arm]) -> None:
         option_names = sorted({k for a in group for k in a.policy_options})
         option_varying = [k for k in option_names
                           if len({_canonical(a.policy_options.get(k)) for a in group}) > 1]
-        for arm in group:
+        named = "name" in option_varying
+        shown = [k for k in option_varying if k != "name" and _shown_option(
+            k, [a.policy_options.get(k) for a in group])]
+        for number, arm in enumerate(group, start=1):
             parts = [_condition_text(k, arm.settings.get(k)) for k in varying]
             parts += [f"{k}={arm.size.get(k)}" for k in size_varying]
-            parts += [f"{k}={arm.policy_options.get(k)}" for k in option_varying]
-            arm.label = f"{policy} [{', '.join(parts)}]"
+            parts += [f"{k}={arm.policy_options.get(k)}" for k in shown]
+            base = str(arm.policy_options.get("name") or policy) if named else policy
+            if not parts and not named:
+                parts = [f"arm {number}"]
+            arm.label = f"{base} [{', '.join(parts)}]" if parts else base
+        labels = [arm.label for arm in group]
+        for number, arm in enumerate(group, start=1):  # two arms must never share a label
+            if labels.count(arm.label) > 1:
+                arm.label = f"{arm.label} #{number}"
 
 
 def build_arms(runs: Sequence[RunDirectory]) -> list[Arm]:

@@ -17,7 +17,7 @@ Conventions (``docs/scores.md``, ``docs/reports.md``):
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +37,8 @@ from heuresis_env.reports.loading import (
 
 ALL = "all"
 MISSING = "—"
+#: (arm, family or "all") → the trace viewer's URL of its episodes, or None
+ViewerLink = Callable[[Arm, str], "str | None"]
 
 # ---- formatting --------------------------------------------------------------------------------
 
@@ -88,12 +90,18 @@ class Table:
     rows: list[list[str]] = field(default_factory=list)
     values: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: per row, the viewer link of each cell (None: no link); the HTML page renders them
+    links: list[list[str | None]] = field(default_factory=list)
 
-    def add(self, cells: Sequence[Any], values: dict[str, Any] | None = None) -> None:
+    def add(self, cells: Sequence[Any], values: dict[str, Any] | None = None,
+            links: Sequence[str | None] | None = None) -> None:
         if len(cells) != len(self.columns):
             raise ValueError(f"{self.key}: {len(cells)} cells for {len(self.columns)} columns")
+        if links is not None and len(links) != len(cells):
+            raise ValueError(f"{self.key}: {len(links)} links for {len(cells)} cells")
         self.rows.append([str(c) for c in cells])
         self.values.append(dict(values or {}))
+        self.links.append(list(links) if links is not None else [None] * len(cells))
 
     @property
     def empty(self) -> bool:
@@ -243,16 +251,20 @@ def _views() -> tuple[tuple[str, bool], ...]:
     return (("all", False), ("finished", True))
 
 
-def headline_table(loaded: LoadedRuns, settings: Settings) -> Table:
-    """The headline: F1 (all episodes) of every arm per family, Δʳ_φ in parentheses."""
+def headline_table(loaded: LoadedRuns, settings: Settings,
+                   link: ViewerLink | None = None) -> Table:
+    """The headline: F1 (all episodes) of every arm per family, Δʳ_φ in parentheses; with
+    ``link``, each cell links to the viewer's episodes of that arm and family."""
     families = families_with_all(loaded.families())
     table = Table("headline", "Headline: adjacency F1 over all episodes (Δʳ_φ against BCA_φ)",
                   ["policy", *families, "truncated"])
     for arm in loaded.arms:
         bca = None if arm.policy == BCA else reference_arm(loaded.arms, BCA, arm)
         cells, values = [], {"label": arm.label}
+        links = [link(arm, ALL) if link else None]
         for family in families:
             cell = arm_cell(arm, family)
+            links.append(link(arm, family) if link and cell.n_instances else None)
             if cell.n_instances == 0:
                 cells.append(MISSING)
                 continue
@@ -267,7 +279,7 @@ def headline_table(loaded: LoadedRuns, settings: Settings) -> Table:
             cells.append(text)
         total = arm_cell(arm, ALL)
         cells.append(fmt_percent(100 * total.truncation_rate))
-        table.add([arm.label, *cells], values)
+        table.add([arm.label, *cells], values, [*links, None])
     table.notes.append("Cells: mean adjacency F1 over instances (all episodes); in parentheses "
                        "Δʳ_φ = F1(policy) − F1(BCA_φ) on the same instances. Truncated: share "
                        "of the arm's episodes that hit a budget.")
@@ -326,7 +338,7 @@ def reference_table(loaded: LoadedRuns, settings: Settings,
 
 def gain_table(loaded: LoadedRuns, settings: Settings, score: str = "f1",
                key: str = "table6_policies", title: str | None = None,
-               include_references: bool = False) -> Table:
+               include_references: bool = False, link: ViewerLink | None = None) -> Table:
     """Table 6 (policies) or Table 7 (nSHD): each arm per family, both views, Δ against BCA_φ.
 
     For F1, also Δ against the oracle and Δʳ relative to F1(BCA_φ) in %.
@@ -382,7 +394,8 @@ def gain_table(loaded: LoadedRuns, settings: Settings, score: str = "f1",
                                                    "oracle_gap")
                     values["oracle_gap"] = comparison.difference
                     cells.append(fmt_interval(comparison.difference))
-            table.add(cells, values)
+            target = link(arm, family) if link else None
+            table.add(cells, values, [target, target] + [None] * (len(cells) - 2))
     if unpaired:
         table.notes.append("Left out of the paired Δ (no reference episode): "
                            + "; ".join(unpaired) + ".")
@@ -397,12 +410,13 @@ def gain_table(loaded: LoadedRuns, settings: Settings, score: str = "f1",
     return table
 
 
-def nshd_table(loaded: LoadedRuns, settings: Settings) -> Table:
+def nshd_table(loaded: LoadedRuns, settings: Settings,
+               link: ViewerLink | None = None) -> Table:
     """Table 7: nSHD of every arm (references included) per family, both views."""
     targets = sorted({str(a.settings.get("target")) for a in loaded.arms})
     table = gain_table(loaded, settings, score="nshd", key="table7",
                        title="Table 7: nSHD (SHD / d against the true DAG) of every policy",
-                       include_references=True)
+                       include_references=True, link=link)
     table.notes.append(f"Stated target(s) of these runs: {', '.join(targets)}. The paper's "
                        "Table 7 is on runs with target dag.")
     return table
@@ -466,7 +480,8 @@ def condition_table(loaded: LoadedRuns, settings: Settings) -> Table:
     return table
 
 
-def repeats_table(loaded: LoadedRuns, settings: Settings) -> Table:
+def repeats_table(loaded: LoadedRuns, settings: Settings,
+                  link: ViewerLink | None = None) -> Table:
     """Table 13: every repeat separately, with truncation counts and Δʳ_φ per repeat."""
     table = Table("table13", "Table 13: repeats, with truncation counts",
                   ["policy", "family", "repeat", "episodes", "step budget", "wall time",
@@ -496,7 +511,8 @@ def repeats_table(loaded: LoadedRuns, settings: Settings) -> Table:
                            str(sum(e.finished for e in episodes)),
                            fmt(float(np.nanmean(all_f1)) if all_f1 else math.nan),
                            fmt(float(np.nanmean(finished_f1)) if finished_f1 else math.nan),
-                           delta], values)
+                           delta], values,
+                          [link(arm, family) if link else None] + [None] * 10)
     table.notes.append("Step budget / wall time: episodes truncated by that budget; errors: "
                        "episodes whose policy raised (scored on the working graph); finished: "
                        "submitted before any budget ran out.")

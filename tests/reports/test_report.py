@@ -30,7 +30,6 @@ from tests.reports.report_fixtures import (
     FIXTURE_COUNT,
     FIXTURE_FAMILIES,
     FIXTURE_SETTINGS,
-    write_standard_runs,
     write_synthetic_run,
 )
 
@@ -41,8 +40,8 @@ SEED = 7
 # ---- the fixture report ------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict[str, Path]:
-    return write_standard_runs(tmp_path_factory.mktemp("runs"))
+def runs(standard_runs) -> dict[str, Path]:
+    return standard_runs
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,9 @@ a deterministic heuristic model behind both protocols, so the whole path — the
 HTTP, tool calling, the final edge list, usage accounting — runs with no network.
 
     python examples/compare_llm_backends.py --family wild --count 2 --out runs/llm-compare
+
+The report names the arms by their policies' names (llm-openai, llm-anthropic), and its cells
+link to the trace viewer of both runs (each step's tool output, tokens and cost).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pathlib import Path
 from heuresis_env.evaluation import evaluate
 from heuresis_env.policy import EpisodeSettings
 from heuresis_env.reports.build import build_report
+from heuresis_env.viewer import build_site
 
 
 def main() -> None:
@@ -57,9 +61,11 @@ def main() -> None:
                                d=args.d, n=args.n, progress=False)
             print(summary.to_text())
             run_dirs.append(summary.out_dir)
-        report = build_report(run_dirs, args.out / "report")
+        report = build_report(run_dirs, args.out / "report", viewer="../viewer/index.html")
+        viewer = build_site(run_dirs, args.out / "viewer")
         print(report.headline)
         print(f"report: {report.html_path}")
+        print(f"viewer: {viewer.index_path}")
     finally:
         if server is not None:
             server.close()

@@ -41,6 +41,11 @@ def test_demo_runs_policies_with_the_rl_policy_guided_and_prints_the_headline(tm
     assert (out / "report" / "report.md").is_file() and (out / "report" / "report.html").is_file()
     assert "router" in proc.stdout and "rl" in proc.stdout
     assert "5 policies × 6 families × 1 instances" in proc.stdout
+    # it ends by printing the trace viewer's path, and the report links into the viewer
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last.startswith(f"viewer: {out / 'viewer' / 'index.html'} ")
+    assert len(list((out / "viewer" / "episodes").glob("*.js"))) == 5 * 6
+    assert 'href="../viewer/index.html#' in (out / "report" / "report.html").read_text()
 
 
 def _demo(out: Path, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -32,7 +32,10 @@ def test_compare_llm_backends_runs_both_sdks_against_the_loopback_server(tmp_pat
     out = run_example("compare_llm_backends.py", "--d", "5", "--n", "200", "--count", "1",
                       "--out", str(tmp_path / "cmp"))
     assert "loopback server" in out
-    assert "name=llm-openai" in out and "name=llm-anthropic" in out
+    # the arms are named by the policies' names, never by the loopback server's address
+    headline = out[out.index("| policy |"):]
+    assert "| llm-openai" in headline and "| llm-anthropic" in headline
+    assert "http" not in headline and "127.0.0.1" not in headline
     for arm in ("openai", "anthropic"):
         results = (tmp_path / "cmp" / arm / "results.jsonl").read_text().splitlines()
         assert len(results) == 1

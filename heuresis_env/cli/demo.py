@@ -3,7 +3,8 @@
 Every registered reference and router policy (names resolved through the
 ``heuresis.policies`` entry points, so this module imports neither ``agents`` nor
 ``baselines``) plays the same test instances of all six families under identical settings;
-``heuresis report`` then writes the tables and figures and the headline table is printed. A
+``heuresis report`` then writes the tables and figures, the headline table is printed, and
+the run ends with the path of the trace viewer (``heuresis view``) of every episode. A
 language-model policy joins only when a key or a local OpenAI-compatible server is configured
 (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY`` or ``HEURESIS_LLM_BASE_URL``); the RL repair
 policy (registered as ``rl``; its shipped model, or ``--rl-model``) joins in the guided
@@ -24,6 +25,7 @@ from heuresis_env.evaluation import evaluate
 from heuresis_env.evaluation.policies import make_policy, registered_policies
 from heuresis_env.policy import EpisodeSettings
 from heuresis_env.reports.build import build_report
+from heuresis_env.viewer import build_site
 
 HELP = "The main job: run the reference and router policies on every family, then report."
 
@@ -121,7 +123,9 @@ def run(args: argparse.Namespace) -> int:
                            out_dir=args.out / "runs" / run_name, policy_options=options,
                            d=args.d, n=args.n, progress=sys.stderr.isatty())
         run_dirs.append(summary.out_dir)
-    report = build_report(run_dirs, args.out / "report", progress=False)
+    report = build_report(run_dirs, args.out / "report", progress=False,
+                          viewer="../viewer/index.html")
+    viewer = build_site(run_dirs, args.out / "viewer")
     elapsed = time.perf_counter() - started
     print(report.headline)
     if any(spec == RL_POLICY for _, spec, _ in plan):
@@ -129,4 +133,6 @@ def run(args: argparse.Namespace) -> int:
               "PC-KCI's output; the other policies start from an empty graph)")
     print(f"\n{len(plan)} policies × 6 families × {args.count} instances in {elapsed:.0f} s; "
           f"report: {report.markdown_path} and {report.html_path}")
+    print(f"viewer: {viewer.index_path} (open it in a browser, or `heuresis view "
+          f"{args.out / 'runs'}/* --out {args.out / 'viewer'} --serve`)")
     return 0

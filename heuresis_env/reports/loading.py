@@ -213,9 +213,9 @@ def _shown_option(name: str, values: Iterable[Any]) -> bool:
 def _assign_labels(arms: list[Arm]) -> None:
     """Label = policy, plus the settings and options that tell its arms apart.
 
-    A ``name`` option that differs between the arms replaces the policy name (the policy's
-    own display name); addresses, ports and credentials never enter a label. Arms told apart
-    only by such options are numbered.
+    A ``name`` option that differs between the arms replaces the policy name and its options
+    (it is the policy's own display name); addresses, ports and credentials never enter a
+    label. Arms told apart only by such options are numbered.
     """
     by_policy: dict[str, list[Arm]] = {}
     for arm in arms:
@@ -238,7 +238,8 @@ def _assign_labels(arms: list[Arm]) -> None:
         for number, arm in enumerate(group, start=1):
             parts = [_condition_text(k, arm.settings.get(k)) for k in varying]
             parts += [f"{k}={arm.size.get(k)}" for k in size_varying]
-            parts += [f"{k}={arm.policy_options.get(k)}" for k in shown]
+            if not named:  # a policy's own name already tells its option sets apart
+                parts += [f"{k}={arm.policy_options.get(k)}" for k in shown]
             base = str(arm.policy_options.get("name") or policy) if named else policy
             if not parts and not named:
                 parts = [f"arm {number}"]

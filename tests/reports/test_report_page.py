@@ -174,7 +174,7 @@ def test_labels_name_policies_not_addresses_or_keys(tmp_path):
         paths.append(path)
     arms = build_arms([load_runs([p]).runs[0] for p in paths])
     labels = sorted(arm.label for arm in arms)
-    assert labels == ["llm-anthropic [backend=anthropic]", "llm-openai [backend=openai]"]
+    assert labels == ["llm-anthropic", "llm-openai"]
     # arms that differ only in an address are numbered, never labelled by it
     for path in paths:
         config = json.loads((path / "config.json").read_text())

@@ -26,6 +26,8 @@ SUBCOMMANDS: dict[str, str] = {
     "replay": "heuresis_env.cli.replay",
     "evaluate": "heuresis_env.cli.evaluate",
     "report": "heuresis_env.cli.report",
+    "view": "heuresis_env.cli.view",
+    "mcp": "heuresis_env.cli.mcp",
     "doctor": "heuresis_env.cli.doctor",
 }
 

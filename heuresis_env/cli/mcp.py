@@ -1,0 +1,65 @@
+"""``heuresis mcp``: serve an episode's toolbox to MCP clients (stdio, or streamable HTTP)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from heuresis_env.env import TARGETS, TOOLBOXES
+from heuresis_env.errors import HeuresisError
+from heuresis_env.generation.families import available_families
+from heuresis_env.mcp.server import HOST, EpisodeServer, serve_http, serve_stdio
+
+HELP = ("serve a Heuresis episode's toolbox as an MCP server (each tool call one step of a real "
+        "episode, same budgets, trace written); default: a wild dev episode over stdio")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--family", default="wild", choices=available_families(),
+                        help="mechanism family (default wild)")
+    parser.add_argument("--split", default="dev", choices=("dev", "test"),
+                        help="split (default dev; test uses $HEURESIS_TEST_SALT when set)")
+    parser.add_argument("--index", type=int, default=None,
+                        help="instance index of the first episode (default: drawn from --seed)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the first episode")
+    parser.add_argument("--guided", action=argparse.BooleanOptionalAction, default=False,
+                        help="start from PC-KCI's output (default: unguided, empty graph)")
+    parser.add_argument("--toolbox", default="full", choices=TOOLBOXES)
+    parser.add_argument("--target", default="none", choices=TARGETS)
+    parser.add_argument("--max-steps", type=int, default=100, help="step budget per episode")
+    parser.add_argument("--max-seconds", type=float, default=1800.0,
+                        help="wall-time budget per episode (seconds since reset)")
+    parser.add_argument("--d", type=int, default=10, help="variables per instance")
+    parser.add_argument("--n", type=int, default=600, help="rows per instance")
+    parser.add_argument("--trace-dir", type=Path, default=Path("runs/mcp/traces"),
+                        help="where each episode's trace is written (default runs/mcp/traces)")
+    parser.add_argument("--transport", default="stdio", choices=("stdio", "http"),
+                        help="stdio (default) or streamable HTTP on 127.0.0.1")
+    parser.add_argument("--port", type=int, default=8765, help="port for --transport http")
+
+
+def run(args: argparse.Namespace) -> int:
+    if not 0 < args.port <= 65535:
+        raise HeuresisError(f"--port must be in 1..65535, got {args.port}")
+    try:
+        import mcp  # noqa: F401 - only to say how to install it
+    except ImportError:
+        raise HeuresisError("the MCP server needs the 'mcp' package: pip install -c "
+                            "constraints.txt -e '.[mcp]'") from None
+    episodes = EpisodeServer(family=args.family, split=args.split, guided=args.guided,
+                             toolbox=args.toolbox, target=args.target, max_steps=args.max_steps,
+                             max_seconds=args.max_seconds, d=args.d, n=args.n,
+                             trace_dir=args.trace_dir, index=args.index, seed=args.seed)
+    where = ("stdio" if args.transport == "stdio"
+             else f"http://{HOST}:{args.port}/mcp (streamable HTTP)")
+    print(f"heuresis mcp: {args.family}/{args.split} episodes, {len(episodes.tools())} tools, "
+          f"on {where}; traces in {args.trace_dir}", file=sys.stderr, flush=True)
+    try:
+        if args.transport == "stdio":
+            serve_stdio(episodes)
+        else:
+            serve_http(episodes, args.port)
+    finally:
+        episodes.close()
+    return 0

@@ -1,0 +1,226 @@
+"""The toolbox of one Heuresis episode as a Model Context Protocol server.
+
+:class:`EpisodeServer` holds one :class:`~heuresis_env.env.HeuresisEnv` (text view) and turns
+each tool call into one ``env.step``: the same parser, budgets, error observations and trace
+as any other harness. The tools and their JSON schemas are the registry's
+(:func:`heuresis_env.env.tool_schemas`) for the episode's toolbox and condition, plus
+``reset`` (start the next episode); ``submit`` is a registry tool. Nothing from the hidden
+record is offered: a call returns the observation text, the tool's structured data and, once
+the episode is over, its scores.
+
+:func:`mcp_server` wraps it in the official ``mcp`` SDK's low-level server;
+:func:`serve_stdio` and :func:`serve_http` (streamable HTTP on 127.0.0.1) run it. The SDK is an
+optional dependency (``pip install -e '.[mcp]'``), imported only there. See docs/mcp.md.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from heuresis_env import __version__
+from heuresis_env.env import HeuresisEnv, tool_schemas
+from heuresis_env.errors import HeuresisError
+from heuresis_env.files import json_safe
+from heuresis_env.generation.instances import resolve_salt
+
+HOST = "127.0.0.1"
+SERVER_NAME = "heuresis"
+#: the server's own tool (every other tool is the registry's)
+RESET_TOOL = "reset"
+RESET_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "index": {"type": "integer", "minimum": 0,
+                  "description": "instance index of the split (default: drawn from the seed)"},
+        "seed": {"type": "integer", "minimum": 0,
+                 "description": "seed of the draw and of the episode (default: the next one)"},
+    },
+    "additionalProperties": False,
+}
+RESET_DESCRIPTION = ("End the current episode (scored as it stands when it is still running) and "
+                     "start the next one; returns the task statement. Arguments: an optional "
+                     "instance index and seed.")
+
+
+@dataclass
+class ToolReply:
+    """One tool call's answer: the text a model reads, structured data, and whether the call
+    was rejected (an MCP error result)."""
+
+    text: str
+    data: dict[str, Any] = field(default_factory=dict)
+    is_error: bool = False
+
+
+class EpisodeServer:
+    """One episode at a time of a fixed configuration, driven by tool calls (thread-safe: calls
+    run one after another)."""
+
+    def __init__(self, *, family: str = "wild", split: str = "dev", guided: bool = False,
+                 toolbox: str = "full", target: str = "none", max_steps: int = 100,
+                 max_seconds: float | None = 1800.0, d: int = 10, n: int = 600,
+                 trace_dir: str | Path | None = None, index: int | None = None,
+                 seed: int = 0, salt: str | None = None):
+        self.env = HeuresisEnv(family=family, split=split, guided=guided, toolbox=toolbox,
+                               target=target, max_steps=max_steps, max_seconds=max_seconds,
+                               d=d, n=n, interface="text",
+                               trace_path=None if trace_dir is None else str(trace_dir),
+                               salt=resolve_salt(split, salt))
+        self._lock = threading.Lock()
+        self._next_seed = int(seed)
+        self._over = True
+        self.episodes = 0
+        self.last_reply: ToolReply = self._reset(index, None)
+
+    # ---- what is offered ----------------------------------------------------------------------
+    def tools(self) -> list[dict[str, Any]]:
+        """``name``, ``description`` and ``input_schema`` of every offered tool (the registry's,
+        then ``reset``)."""
+        offered = tool_schemas(self.env.toolbox, self.env.guided, "anthropic")
+        return offered + [{"name": RESET_TOOL, "description": RESET_DESCRIPTION,
+                           "input_schema": RESET_SCHEMA}]
+
+    @property
+    def task_statement(self) -> str:
+        return self.env.task_statement()
+
+    @property
+    def trace_file(self) -> Path | None:
+        return self.env.trace_file
+
+    # ---- calls -----------------------------------------------------------------------------------
+    def call(self, name: str, arguments: Mapping[str, Any] | None) -> ToolReply:
+        """Run one tool call: ``reset``, or one step of the episode."""
+        with self._lock:
+            if name == RESET_TOOL:
+                return self._reset_call(arguments)
+            if self._over:
+                final = self.env.end_episode()
+                return ToolReply(
+                    f"Error: the episode is over ({final.get('termination_reason')}; "
+                    f"F1 = {final.get('scores', {}).get('f1', float('nan')):.3f}). Call "
+                    f"{RESET_TOOL} to start the next episode.",
+                    {"episode_over": True}, is_error=True)
+            action = {"tool": name, "args": dict(arguments) if arguments is not None else {}}
+            observation, _, terminated, truncated, info = self.env.step(action)
+            self._over = bool(terminated or truncated)
+            return self._reply(observation, info)
+
+    def _reset_call(self, arguments: Mapping[str, Any] | None) -> ToolReply:
+        arguments = dict(arguments or {})
+        unknown = sorted(set(arguments) - set(RESET_SCHEMA["properties"]))
+        problems = [f"unknown argument(s) {unknown}; {RESET_TOOL} takes index and seed"] \
+            if unknown else []
+        values: dict[str, int | None] = {}
+        for key in ("index", "seed"):
+            value = arguments.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < 0):
+                problems.append(f"{key} must be a non-negative integer, got {value!r}")
+            values[key] = value
+        if problems:
+            return ToolReply("Error: " + "; ".join(problems), {}, is_error=True)
+        try:
+            return self._reset(values["index"], values["seed"])
+        except HeuresisError as exc:
+            return ToolReply(f"Error: {exc}", {}, is_error=True)
+
+    def _reset(self, index: int | None, seed: int | None) -> ToolReply:
+        if not self._over:
+            self.env.end_episode("aborted")
+        if seed is None:
+            seed, self._next_seed = self._next_seed, self._next_seed + 1
+        options = {} if index is None else {"index": index}
+        observation, info = self.env.reset(seed=seed, options=options)
+        self._over = False
+        self.episodes += 1
+        data = {"episode": self.episodes, "instance_index": info["instance_index"],
+                "split": info["split"], "names": list(info["names"]),
+                "guided": info["guided"], "max_steps": self.env.max_steps,
+                "max_seconds": self.env.max_seconds, "seed": seed}
+        return ToolReply(str(observation["text"]), data)
+
+    def _reply(self, observation: Mapping[str, Any], info: Mapping[str, Any]) -> ToolReply:
+        steps_left = int(np.asarray(observation["budget_left"]).reshape(-1)[0])
+        error = info.get("error")
+        data: dict[str, Any] = {"step": self.env.steps_used, "steps_left": steps_left,
+                                "tool": info.get("tool"), "error": error,
+                                "data": json_safe(info.get("data")), "episode_over": self._over}
+        lines = [str(observation["text"])]
+        if self._over:
+            scores = dict(info.get("scores") or {})
+            data.update(termination_reason=info.get("termination_reason"),
+                        submitted=bool(info.get("submitted")), scores=json_safe(scores))
+            shown = ", ".join(f"{k} = {v:.3f}" if isinstance(v, float) else f"{k} = {v}"
+                              for k, v in scores.items())
+            lines.append(f"\nEpisode over ({info.get('termination_reason')}): {shown}. Call "
+                         f"{RESET_TOOL} to start the next episode.")
+        else:
+            lines.append(f"\n[step {self.env.steps_used} of {self.env.max_steps}; "
+                         f"{steps_left} left]")
+        return ToolReply("\n".join(lines), data, is_error=error is not None)
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._over:
+                self.env.end_episode("aborted")
+                self._over = True
+            self.env.close()
+
+
+# ---- the MCP SDK --------------------------------------------------------------------------------
+
+def mcp_server(episodes: EpisodeServer):
+    """The SDK's low-level server for ``episodes``: tools listed from the registry, each call
+    one step run in a worker thread (a long tool call does not block the event loop)."""
+    import anyio
+    import mcp_types as types
+    from mcp.server.lowlevel import Server
+
+    tools = [types.Tool(name=t["name"], description=t["description"],
+                        input_schema=t["input_schema"]) for t in episodes.tools()]
+
+    async def list_tools(ctx, params) -> types.ListToolsResult:  # noqa: ARG001 - SDK signature
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx, params) -> types.CallToolResult:  # noqa: ARG001 - SDK signature
+        try:
+            reply = await anyio.to_thread.run_sync(episodes.call, params.name, params.arguments)
+        except Exception as exc:  # noqa: BLE001 - a failing call is an error result, the server lives
+            reply = ToolReply(f"Error: {type(exc).__name__}: {exc}", {}, is_error=True)
+        return types.CallToolResult(content=[types.TextContent(text=reply.text)],
+                                    structured_content=reply.data, is_error=reply.is_error)
+
+    return Server(SERVER_NAME, version=__version__,
+                  instructions=episodes.task_statement, on_list_tools=list_tools,
+                  on_call_tool=call_tool,
+                  get_tool_input_schema=lambda name: next(
+                      (t.input_schema for t in tools if t.name == name), None))
+
+
+def serve_stdio(episodes: EpisodeServer) -> None:
+    """Serve over stdin/stdout until the client closes the pipe."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    server = mcp_server(episodes)
+
+    async def main() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    anyio.run(main)
+
+
+def serve_http(episodes: EpisodeServer, port: int, path: str = "/mcp") -> None:
+    """Serve streamable HTTP on 127.0.0.1:``port`` until interrupted."""
+    import uvicorn
+
+    app = mcp_server(episodes).streamable_http_app(streamable_http_path=path, host=HOST)
+    uvicorn.run(app, host=HOST, port=port, log_level="warning")

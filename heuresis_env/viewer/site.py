@@ -420,6 +420,7 @@ def index_html(title: str, data: Mapping[str, Any]) -> str:
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title}</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="static/viewer.css">
 </head>
 <body>

@@ -3,9 +3,11 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN = $(VENV)/bin
-EXTRAS ?= dev,rl,llm,ray
+EXTRAS ?= dev,rl,llm,ray,mcp
+# the browser tests drive Debian's chromium with Playwright (no browser download)
+CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: install demo test test-fast lint clean
+.PHONY: install browser demo test test-fast lint clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -18,11 +20,23 @@ install: $(VENV)/.installed
 demo: install
 	$(BIN)/heuresis demo
 
+# Debian's chromium for the browser tests: installed when missing and we are root (as in CI);
+# otherwise those tests are skipped with the reason (and fail under CI=true).
+browser:
+	@if [ -x "$(CHROMIUM)" ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing Debian's chromium for the browser tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	else \
+		echo "note: no $(CHROMIUM) and not root: the browser tests will be skipped" \
+		     "(install Debian's chromium package to run them)"; \
+	fi
+
 # The whole test suite, slow end-to-end tests included (they run on small settings).
-test: install
+test: install browser
 	$(BIN)/python -m pytest -q
 
-test-fast: install
+test-fast: install browser
 	$(BIN)/python -m pytest -q -m "not slow"
 
 lint: install

@@ -32,7 +32,15 @@ from heuresis_env.reports.document import (
     to_markdown,
 )
 from heuresis_env.reports.html import to_html
-from heuresis_env.reports.loading import BCA, PC_KCI, Arm, LoadedRuns, load_runs, reference_arm
+from heuresis_env.reports.loading import (
+    BCA,
+    PC_KCI,
+    Arm,
+    LoadedRuns,
+    load_runs,
+    reference_arm,
+    run_names,
+)
 from heuresis_env.reports.questions import question_blocks
 from heuresis_env.reports.tables import Settings, Table, fmt
 from heuresis_env.studies.deletion_signals import (
@@ -51,7 +59,6 @@ from heuresis_env.studies.provenance import (
     episode_provenance,
     provenance_cell,
 )
-from heuresis_env.viewer.site import run_names
 
 FIGURES_DIR = "figures"
 

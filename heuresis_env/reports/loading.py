@@ -44,6 +44,18 @@ BCA, ORACLE, PC_KCI = "bca", "oracle", "pc-kci"
 REFERENCE_POLICIES = (BCA, ORACLE, PC_KCI)
 
 
+def run_names(paths: Sequence[Path]) -> list[str]:
+    """Short unique names of run directories: the folder name, with parents added until the
+    names differ (the trace viewer's run names; the report's links use the same)."""
+    parts = [Path(p).resolve().parts for p in paths]
+    depth = 1
+    while True:
+        names = ["/".join(p[-depth:]) for p in parts]
+        if len(set(names)) == len(names) or depth >= max(len(p) for p in parts):
+            return names
+        depth += 1
+
+
 def family_order(families: Iterable[str]) -> list[str]:
     """Families in the registry's table order (lg, anm, …), unknown ones after, sorted."""
 

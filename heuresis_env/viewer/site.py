@@ -41,6 +41,7 @@ from heuresis_env.evaluation.run_format import (
 )
 from heuresis_env.files import atomic_write_bytes, json_safe
 from heuresis_env.graphs import Graph, GraphError, edge_from_text
+from heuresis_env.reports.loading import BCA, CONDITION_FIELDS, run_names
 from heuresis_env.trace_files import Trace, read_trace
 
 #: the page's data format version (the script checks it)
@@ -51,10 +52,6 @@ STATIC_FILES = ("viewer.js", "viewer.css", "LICENSE.txt")
 EPISODES_DIR = "episodes"
 #: a file marking a directory as a viewer site, so a rebuild may clear its episodes
 MARKER = ".heuresis-viewer"
-#: the policy whose per-instance mean F1 is BCA_φ (the reports' reference)
-BCA_POLICY = "bca"
-#: settings that define an experimental condition (a BCA run is matched on them first)
-CONDITION_FIELDS = ("guided", "toolbox", "prompt_level", "target")
 #: the longest tool output or transcript text kept per step (characters)
 MAX_TEXT = 20_000
 #: policy options whose values are never shown (keys, tokens, passwords)
@@ -122,18 +119,6 @@ def _edge(text: Any) -> list[Any] | None:
 def safe_options(options: Mapping[str, Any]) -> dict[str, Any]:
     """Policy options for display: values of keys, tokens and passwords hidden."""
     return {k: ("(hidden)" if _SECRET_OPTION.search(str(k)) else v) for k, v in options.items()}
-
-
-def run_names(paths: Sequence[Path]) -> list[str]:
-    """Short unique names of run directories: the folder name, with parents added until the
-    names differ."""
-    parts = [p.resolve().parts for p in paths]
-    depth = 1
-    while True:
-        names = ["/".join(p[-depth:]) for p in parts]
-        if len(set(names)) == len(names) or depth >= max(len(p) for p in parts):
-            return names
-        depth += 1
 
 
 # ---- the transcript ---------------------------------------------------------------------------
@@ -356,7 +341,7 @@ def bca_means(runs: Sequence[RunDirectory]) -> dict[tuple[str, tuple | None], fl
     by (sha256, None) for a BCA run under any conditions."""
     sums: dict[tuple[str, tuple | None], list[float]] = {}
     for run in runs:
-        if run.policy != BCA_POLICY:
+        if run.policy != BCA:
             continue
         for episode in run.episodes:
             f1 = episode.score("f1")
@@ -369,7 +354,7 @@ def bca_means(runs: Sequence[RunDirectory]) -> dict[tuple[str, tuple | None], fl
 
 
 def _delta(run: RunDirectory, episode: EpisodeRecord, bca: Mapping) -> float | None:
-    if run.policy == BCA_POLICY:
+    if run.policy == BCA:
         return None
     reference = bca.get((episode.instance_sha256, _conditions(run)),
                         bca.get((episode.instance_sha256, None)))
@@ -480,7 +465,7 @@ def build_site(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLike
             "built": time.strftime("%Y-%m-%d %H:%M:%S %z"),
             "runs": [_run_json(run, name) for run, name in zip(runs, names, strict=True)],
             "columns": list(INDEX_COLUMNS), "rows": rows, "warnings": warnings,
-            "has_bca": any(run.policy == BCA_POLICY for run in runs)}
+            "has_bca": any(run.policy == BCA for run in runs)}
     page = index_html("Heuresis trace viewer", data).encode("utf-8")
     index_path = out / "index.html"
     atomic_write_bytes(index_path, page)

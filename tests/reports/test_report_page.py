@@ -16,8 +16,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from heuresis_env.reports import build_report, load_runs
 from heuresis_env.reports import figures as report_figures
 from heuresis_env.reports.figures import MARKERS, PALETTE, PolicyStyles
-from heuresis_env.reports.loading import build_arms
-from heuresis_env.viewer.site import run_names
+from heuresis_env.reports.loading import build_arms, run_names
 from tests.reports.report_fixtures import write_synthetic_run
 
 

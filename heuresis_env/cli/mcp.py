@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from heuresis_env.budgets import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STEPS
 from heuresis_env.env import TARGETS, TOOLBOXES
 from heuresis_env.errors import HeuresisError
 from heuresis_env.generation.families import available_families
@@ -27,9 +28,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="start from PC-KCI's output (default: unguided, empty graph)")
     parser.add_argument("--toolbox", default="full", choices=TOOLBOXES)
     parser.add_argument("--target", default="none", choices=TARGETS)
-    parser.add_argument("--max-steps", type=int, default=100, help="step budget per episode")
-    parser.add_argument("--max-seconds", type=float, default=1800.0,
-                        help="wall-time budget per episode (seconds since reset)")
+    parser.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS,
+                        help=f"step budget per episode (default {DEFAULT_MAX_STEPS})")
+    parser.add_argument("--max-seconds", type=float, default=DEFAULT_MAX_SECONDS,
+                        help="wall-time budget per episode, seconds since reset (default "
+                             f"{DEFAULT_MAX_SECONDS:g})")
     parser.add_argument("--d", type=int, default=10, help="variables per instance")
     parser.add_argument("--n", type=int, default=600, help="rows per instance")
     parser.add_argument("--trace-dir", type=Path, default=Path("runs/mcp/traces"),

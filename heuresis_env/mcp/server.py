@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from heuresis_env import __version__
+from heuresis_env.budgets import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STEPS
 from heuresis_env.env import HeuresisEnv, tool_schemas
 from heuresis_env.errors import HeuresisError
 from heuresis_env.files import json_safe
@@ -63,8 +64,9 @@ class EpisodeServer:
     run one after another)."""
 
     def __init__(self, *, family: str = "wild", split: str = "dev", guided: bool = False,
-                 toolbox: str = "full", target: str = "none", max_steps: int = 100,
-                 max_seconds: float | None = 1800.0, d: int = 10, n: int = 600,
+                 toolbox: str = "full", target: str = "none",
+                 max_steps: int = DEFAULT_MAX_STEPS,
+                 max_seconds: float | None = DEFAULT_MAX_SECONDS, d: int = 10, n: int = 600,
                  trace_dir: str | Path | None = None, index: int | None = None,
                  seed: int = 0, salt: str | None = None):
         self.env = HeuresisEnv(family=family, split=split, guided=guided, toolbox=toolbox,

@@ -289,7 +289,7 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
                                        "episodes, 95% intervals."))
 
     # ---- cost --------------------------------------------------------------------------------
-    cost = tables.cost_table(loaded, settings)
+    cost = tables.cost_table(loaded, settings, link)
     document.add(Heading("Cost and tokens (language-model policies)"))
     document.add(TableBlock(cost))
     if not cost.empty:

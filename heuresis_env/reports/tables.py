@@ -519,7 +519,8 @@ def repeats_table(loaded: LoadedRuns, settings: Settings,
     return table
 
 
-def cost_table(loaded: LoadedRuns, settings: Settings) -> Table:
+def cost_table(loaded: LoadedRuns, settings: Settings,
+               link: ViewerLink | None = None) -> Table:
     """Tokens and cost per episode and F1 per dollar, for arms that report usage."""
     table = Table("table12_cost", "Cost and tokens per episode (language-model policies)",
                   ["policy", "family", "episodes", "prompt tokens / episode",
@@ -551,7 +552,8 @@ def cost_table(loaded: LoadedRuns, settings: Settings) -> Table:
                        fmt(retries, 2)],
                       {"label": arm.label, "family": family, "cost": cost, "f1": f1,
                        "f1_per_dollar": per_dollar, "prompt_tokens": prompt,
-                       "completion_tokens": completion})
+                       "completion_tokens": completion},
+                      [link(arm, family) if link else None] * 2 + [None] * 9)
     if table.empty:
         table.notes.append("No run reports tokens or cost (no language-model policy among the "
                            "inputs).")

@@ -78,6 +78,12 @@ def test_every_cell_of_the_headline_links_to_the_viewer(page_report, runs):
     assert families == {"lg", "anm"}
     # the policy cell and one cell per family and "all" link, in every row
     assert len(links) == rows * (1 + len(families) + 1)
+    # the other tables link their policy cells: 6b, 7, 13 and the cost table
+    for key, policy in (("table6_policies", "agent"), ("table7", "bca"), ("table13", "oracle"),
+                        ("table12_cost", "llm-sim")):
+        block = page[page.index(f'<table id="{key}">'):]
+        block = block[:block.index("</table>")]
+        assert f'<a href="../viewer/index.html#policy={policy}&amp;family=lg' in block, key
 
 
 def test_policy_styles_are_distinct_and_fixed_per_label():

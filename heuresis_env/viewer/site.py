@@ -323,9 +323,10 @@ def episode_payload(run: RunDirectory, run_name: str, episode: EpisodeRecord,
         "cost": _finite(episode.cost_usd), "api_retries": episode.api_retries,
         "error": _clip(episode.error, 4000), "tools": header.get("tools"),
         "truth": truth, "truth_note": truth_note, "notes": notes,
+        "task": episode.task, "question": json_safe(episode.question),
         "transcript": _clip(other_transcript) if other_transcript is not None else None,
     }
-    if truth is not None and final is not None:
+    if truth is not None and final is not None and episode.task == "graph":
         result["comparison"] = comparison(truth, final)
     return result, warnings
 

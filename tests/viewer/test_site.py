@@ -217,3 +217,19 @@ def test_the_command_writes_the_site_and_says_where(viewer_runs, tmp_path, capsy
     assert printed.startswith(f"Viewer: {out / 'index.html'} (3 runs, 12 episodes")
     assert main(["view", str(viewer_runs["bca"]), "--out", str(out), "--port", "70000"]) == 2
     assert os.path.isfile(out / "index.html")
+
+
+def test_a_question_run_shows_its_question_and_no_graph_comparison(tmp_path):
+    run = evaluate("agents.qa.scripted:question_tool_policy", families=["lg"], split="dev",
+                   count=2, settings=SETTINGS, out_dir=tmp_path / "qa", d=D, n=N,
+                   progress=False, task="qa").out_dir
+    site = build_site([run], tmp_path / "site")
+    records = {e.episode_id: e for e in load_run(run).episodes}
+    assert site.n_episodes == 2 and site.n_truths == 2
+    for row in rows(site):
+        payload = episode(site, row["file"])
+        record = records[payload["id"]]
+        assert payload["task"] == "qa" and "comparison" not in payload
+        assert payload["question"]["kind"] == record.question["kind"]
+        assert payload["scores"]["correct"] == record.scores["correct"]
+        assert row["f1"] is None

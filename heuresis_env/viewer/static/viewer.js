@@ -418,6 +418,10 @@
       ["run", episode.run + " (policy " + episode.policy + ")"],
       ["instance", episode.family + "/" + episode.split + "/" + episode.index + ", repeat " +
         episode.repeat + " (data " + String(episode.sha256).slice(0, 12) + "…)"],
+      episode.question ? ["question", episode.question.kind + " (" + episode.question.level +
+        " level): answered " + JSON.stringify(episode.question.answer) + ", truth " +
+        JSON.stringify((episode.question.truth || {}).answer) + ", correct " +
+        num(episode.scores.correct, 0)] : null,
       ["F1", num(episode.scores.f1) + (episode.delta === null || episode.delta === undefined ? "" :
         "  (Δ vs BCA_φ " + signed(episode.delta) + ")")],
       ["precision / recall", num(episode.scores.precision) + " / " + num(episode.scores.recall)],
@@ -578,6 +582,13 @@
     var box = el("div", { id: "outcome" }, [el("h3", { text: "After the episode" })]);
     if (!episode.final) {
       box.appendChild(el("p", { class: "note", text: "No final graph was recorded." }));
+      return box;
+    }
+    if (!episode.comparison && episode.truth && episode.task === "qa") {
+      box.appendChild(el("div", { class: "pair" }, [
+        el("div", { id: "graph-truth", class: "graph-box" }, [
+          drawGraph(episode.names, episode.truth, { size: 260, label: "true graph" }),
+          el("p", { class: "caption", text: "true graph (the hidden DAG)" })])]));
       return box;
     }
     if (!episode.truth) {

@@ -23,12 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from heuresis_env import __version__
 from heuresis_env.budgets import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STEPS
 from heuresis_env.env import HeuresisEnv, tool_schemas
 from heuresis_env.errors import HeuresisError
 from heuresis_env.files import json_safe
 from heuresis_env.generation.instances import resolve_salt
+from heuresis_env.version import __version__
 
 HOST = "127.0.0.1"
 SERVER_NAME = "heuresis"

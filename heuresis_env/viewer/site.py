@@ -30,7 +30,6 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from heuresis_env import __version__
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evaluation.run_format import (
     EpisodeRecord,
@@ -43,6 +42,7 @@ from heuresis_env.files import atomic_write_bytes, json_safe
 from heuresis_env.graphs import Graph, GraphError, edge_from_text
 from heuresis_env.reports.loading import BCA, CONDITION_FIELDS, run_names
 from heuresis_env.trace_files import Trace, read_trace
+from heuresis_env.version import __version__
 
 #: the page's data format version (the script checks it)
 SITE_FORMAT = 1

@@ -1,20 +1,53 @@
 """Benchmark runs: one policy on many episodes under identical budgets, resumable, on local
-processes or Ray. See ``docs/evaluation.md`` and :func:`evaluate`."""
+processes or Ray. See ``docs/evaluation.md`` and :func:`evaluate`.
 
-from heuresis_env.evaluation.episode import environment_kwargs, make_environment
-from heuresis_env.evaluation.policies import (
-    POLICY_ENTRY_POINT_GROUP,
-    make_policy,
-    registered_policies,
-    resolve_policy_factory,
-)
-from heuresis_env.evaluation.run_format import episode_id, load_run
-from heuresis_env.evaluation.run_store import RunStore, config_differences
-from heuresis_env.evaluation.runner import evaluate
-from heuresis_env.evaluation.summary import FamilySummary, RunSummary
-from heuresis_env.policy import EpisodeSettings
+The names below load on first use, so a reader of run directories (the reports, the viewer)
+that needs only :mod:`.run_format` does not import the environment.
+"""
 
-__all__ = ["POLICY_ENTRY_POINT_GROUP", "EpisodeSettings", "FamilySummary", "RunStore",
-           "RunSummary", "config_differences", "environment_kwargs", "episode_id", "evaluate",
-           "load_run", "make_environment", "make_policy", "registered_policies",
-           "resolve_policy_factory"]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+#: public name → the module of this package that defines it
+_EXPORTS = {
+    "environment_kwargs": "episode", "make_environment": "episode",
+    "POLICY_ENTRY_POINT_GROUP": "policies", "make_policy": "policies",
+    "registered_policies": "policies", "resolve_policy_factory": "policies",
+    "episode_id": "run_format", "load_run": "run_format",
+    "RunStore": "run_store", "config_differences": "run_store",
+    "evaluate": "runner", "FamilySummary": "summary", "RunSummary": "summary",
+}
+
+__all__ = sorted([*_EXPORTS, "EpisodeSettings"])
+
+if TYPE_CHECKING:
+    from heuresis_env.evaluation.episode import environment_kwargs, make_environment
+    from heuresis_env.evaluation.policies import (
+        POLICY_ENTRY_POINT_GROUP,
+        make_policy,
+        registered_policies,
+        resolve_policy_factory,
+    )
+    from heuresis_env.evaluation.run_format import episode_id, load_run
+    from heuresis_env.evaluation.run_store import RunStore, config_differences
+    from heuresis_env.evaluation.runner import evaluate
+    from heuresis_env.evaluation.summary import FamilySummary, RunSummary
+    from heuresis_env.policy import EpisodeSettings
+
+
+def __getattr__(name: str) -> Any:
+    if name == "EpisodeSettings":
+        module = importlib.import_module("heuresis_env.policy")
+    elif name in _EXPORTS:
+        module = importlib.import_module(f"heuresis_env.evaluation.{_EXPORTS[name]}")
+    else:
+        raise AttributeError(f"module 'heuresis_env.evaluation' has no attribute {name!r}")
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

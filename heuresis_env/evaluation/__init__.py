@@ -20,7 +20,11 @@ _EXPORTS = {
     "evaluate": "runner", "FamilySummary": "summary", "RunSummary": "summary",
 }
 
-__all__ = sorted([*_EXPORTS, "EpisodeSettings"])
+__all__ = [
+    "POLICY_ENTRY_POINT_GROUP", "EpisodeSettings", "FamilySummary", "RunStore", "RunSummary",
+    "config_differences", "environment_kwargs", "episode_id", "evaluate", "load_run",
+    "make_environment", "make_policy", "registered_policies", "resolve_policy_factory",
+]
 
 if TYPE_CHECKING:
     from heuresis_env.evaluation.episode import environment_kwargs, make_environment

@@ -304,6 +304,62 @@ class Graph:
         return Graph(names, self.marks[np.ix_(idx, idx)])
 
 
+#: one edge as the tools print it (``X1 --> X2``); the names are identifiers
+EDGE_PATTERN = re.compile(
+    r"^\s*([A-Za-z_][\w.]*)\s*(<->|o->|<-o|o-o|-->|<--|---|->|<-|--)\s*([A-Za-z_][\w.]*)\s*$")
+#: each arrow of :data:`EDGE_PATTERN` → (mark at the left name's end, mark at the right's)
+EDGE_MARKS = {
+    "-->": (EdgeMark.TAIL, EdgeMark.ARROW), "->": (EdgeMark.TAIL, EdgeMark.ARROW),
+    "<--": (EdgeMark.ARROW, EdgeMark.TAIL), "<-": (EdgeMark.ARROW, EdgeMark.TAIL),
+    "---": (EdgeMark.TAIL, EdgeMark.TAIL), "--": (EdgeMark.TAIL, EdgeMark.TAIL),
+    "<->": (EdgeMark.ARROW, EdgeMark.ARROW),
+    "o->": (EdgeMark.CIRCLE, EdgeMark.ARROW), "<-o": (EdgeMark.ARROW, EdgeMark.CIRCLE),
+    "o-o": (EdgeMark.CIRCLE, EdgeMark.CIRCLE),
+}
+
+
+def parse_edge_text(text: str) -> Edge:
+    """One edge string (``"X1 --> X2"``) as an :class:`Edge`; raises on bad syntax or a loop."""
+    match = EDGE_PATTERN.match(text)
+    if match is None:
+        raise GraphError(
+            f"cannot read the edge {text!r}; write it as 'X1 --> X2', 'X1 --- X2', "
+            "'X1 <-> X2', 'X1 o-> X2' or 'X1 o-o X2'")
+    u, symbol, v = match.groups()
+    if u == v:
+        raise GraphError(f"self-loop in {text!r}: an edge joins two different variables")
+    mark_u, mark_v = EDGE_MARKS[symbol]
+    return Edge(u, v, mark_u, mark_v)
+
+
+def graph_from_edge_lines(names: Sequence[str], lines: Iterable[str], where: str = "the graph"
+                          ) -> Graph:
+    """A graph over ``names`` from edge lines (blank lines and ``#`` comments skipped).
+
+    Errors name the line: an unreadable edge, an unknown variable (the known ones listed), or
+    two edges on one pair.
+    """
+    graph = Graph(names)
+    seen: dict[frozenset[str], str] = {}
+    for number, raw in enumerate(lines, start=1):
+        text = raw.split("#", 1)[0].strip()
+        if not text:
+            continue
+        try:
+            edge = parse_edge_text(text)
+            graph.index(edge.u)
+            graph.index(edge.v)
+        except HeuresisError as exc:
+            raise GraphError(f"{where}, line {number}: {exc}") from None
+        pair = frozenset((edge.u, edge.v))
+        if pair in seen:
+            raise GraphError(f"{where}, line {number}: {text!r} and {seen[pair]!r} join the "
+                             "same pair; give each pair once")
+        seen[pair] = text
+        graph.set_edge(edge.u, edge.v, edge.mark_u, edge.mark_v)
+    return graph
+
+
 def has_directed_cycle(directed: np.ndarray) -> bool:
     """True when the directed adjacency matrix (``[i, j]`` for i → j) has a cycle (Kahn)."""
     a = np.asarray(directed, dtype=bool).copy()

@@ -150,8 +150,18 @@ def score_graph(predicted: Graph, true_dag: Graph,
     """Every score of one output: f1, precision, recall, shd, nshd, shd_cpdag, n_edges.
 
     ``true_cpdag`` defaults to the CPDAG of ``true_dag``; pass the instance's stored CPDAG to
-    skip recomputing it. ``n_edges`` is the number of edges in the output.
+    skip recomputing it. ``n_edges`` is the number of edges in the output. A true graph that
+    is not a DAG (a data table's partially directed graph) gets adjacency scores and
+    ``shd_cpdag`` against itself; ``shd`` and ``nshd`` are then nan.
     """
+    if true_dag.graph_type() != GraphType.DAG:
+        # a partially directed truth (a user's graph with unoriented edges) stands for its
+        # class: adjacency and SHD against it; the SHD to a DAG is undefined
+        class_graph = true_dag if true_cpdag is None else true_cpdag
+        return {**{k: adjacency_scores(predicted, true_dag)[k] for k in ("f1", "precision",
+                                                                        "recall")},
+                "shd": math.nan, "nshd": math.nan,
+                "shd_cpdag": shd_cpdag(predicted, class_graph), "n_edges": predicted.n_edges()}
     if true_cpdag is None:
         true_cpdag = cpdag_from_dag(true_dag)
     elif true_cpdag.names != true_dag.names or not np.array_equal(true_cpdag.skeleton(),

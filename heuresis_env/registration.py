@@ -1,5 +1,7 @@
-"""Gymnasium ids: ``Heuresis-{family}-v0`` for the six families of ``docs/families.md``, and
-``Heuresis-qa-{family}-v0`` for their question episodes (``task="qa"``).
+"""Gymnasium ids: ``Heuresis-{family}-v0`` for the six families of ``docs/families.md``, the seven
+BNLearn structures (``Heuresis-bnlearn-alarm-v0``, …), the Sachs data (``Heuresis-sachs-v0``)
+and a user's table (``Heuresis-dataset-v0``, with ``data=..., names=..., graph=...``); and
+``Heuresis-qa-{family}-v0`` for the six families' question episodes (``task="qa"``).
 
 Entry points are strings, so registering imports nothing heavy; the environment module loads
 at ``gym.make``. ``heuresis_env/__init__.py`` calls :func:`register_envs` on import.
@@ -11,6 +13,14 @@ import gymnasium as gym
 
 #: the families registered as ids (``docs/families.md``, in its order)
 REGISTERED_FAMILIES = ("lg", "anm", "hetero", "wild", "mixed", "gauntlet")
+#: the BNLearn structure families (``heuresis_env.generation.families.STRUCTURE_FAMILIES``;
+#: spelled out here so that importing the package stays light — a test checks they agree)
+REGISTERED_STRUCTURES = ("bnlearn-asia", "bnlearn-cancer", "bnlearn-earthquake",
+                         "bnlearn-sachs", "bnlearn-child", "bnlearn-insurance", "bnlearn-alarm")
+#: the shipped real data sets registered as ids
+REGISTERED_DATASETS = ("sachs",)
+#: the id that takes a user's table
+DATASET_ID = "Heuresis-dataset-v0"
 ENTRY_POINT = "heuresis_env.env.core:HeuresisEnv"
 #: episode tasks: recover the whole graph, or answer one question (``heuresis_env.questions``)
 TASKS = ("graph", "qa")
@@ -25,11 +35,12 @@ def env_id(family: str, task: str = "graph") -> str:
 
 
 def register_envs() -> list[str]:
-    """Register every family's ids, graph episodes then question episodes (idempotent);
-    returns the ids."""
+    """Register every id (idempotent): graph episodes of the families, structures and data
+    sets, the user's-table id, then the six families' question episodes; returns the ids."""
     ids = []
+    graph_families = (*REGISTERED_FAMILIES, *REGISTERED_STRUCTURES, *REGISTERED_DATASETS)
     for task in TASKS:
-        for family in REGISTERED_FAMILIES:
+        for family in (graph_families if task == "graph" else REGISTERED_FAMILIES):
             name = env_id(family, task)
             if name not in gym.registry:
                 kwargs = {"family": family} if task == "graph" else {"family": family,
@@ -37,4 +48,10 @@ def register_envs() -> list[str]:
                 gym.register(id=name, entry_point=ENTRY_POINT, kwargs=kwargs,
                              nondeterministic=False, disable_env_checker=False)
             ids.append(name)
+        if task == "graph":
+            if DATASET_ID not in gym.registry:
+                # family=None: the table comes with gym.make(..., data=, names=, graph=)
+                gym.register(id=DATASET_ID, entry_point=ENTRY_POINT, kwargs={"family": None},
+                             nondeterministic=False, disable_env_checker=False)
+            ids.append(DATASET_ID)
     return ids

@@ -22,9 +22,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", metavar="PATH_OR_KEY",
                         help="an instance file (.json/.npz or their common stem), a split "
                              "directory with a manifest, or a key family/split/index")
-    parser.add_argument("--d", type=int, default=10, help="variables, for a key (default 10)")
-    parser.add_argument("--n", type=int, default=600, help="rows, for a key (default 600)")
-    parser.add_argument("--graph", choices=["er", "ba"], default="er",
+    parser.add_argument("--d", type=int, default=None,
+                        help="variables, for a key (default 10; a fixed structure's own)")
+    parser.add_argument("--n", type=int, default=None, help="rows, for a key (default 600)")
+    parser.add_argument("--graph", choices=["er", "ba"], default=None,
                         help="graph model, for a key (default er)")
     parser.add_argument("--reveal", action="store_true",
                         help="also print the hidden record: true edges, CPDAG, mechanisms")

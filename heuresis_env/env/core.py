@@ -9,6 +9,7 @@ from __future__ import annotations
 import string
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +39,15 @@ from heuresis_env.env.toolbox.state import TARGETS, EpisodeState
 from heuresis_env.env.traces import TraceRecorder, graph_diff, text_digest, trace_file_name
 from heuresis_env.errors import HeuresisError, UnknownNameError
 from heuresis_env.evidence import EvidenceProvider, start_graph_for_edits
+from heuresis_env.generation.datasets import dataset_instance, register_instance
 from heuresis_env.generation.families import available_families
-from heuresis_env.generation.instances import SPLIT_SIZES, InstanceKey
+from heuresis_env.generation.instances import (
+    Instance,
+    InstanceKey,
+    available_sources,
+    get_source,
+    split_size,
+)
 from heuresis_env.graphs import Graph
 from heuresis_env.questions import NAME_MODES
 from heuresis_env.registration import TASKS
@@ -109,8 +117,8 @@ class HeuresisEnv(gym.Env):
     Heuresis asks an agent to recover the causal graph behind an anonymous data table. Each
     instance is the data matrix X (n rows × d columns, named X1..Xd) sampled from a hidden
     structural causal model (SCM) of one *mechanism family* (`lg`, `anm`, `hetero`, `wild`,
-    `mixed`, `gauntlet`); columns are standardized and randomly permuted, so names and order
-    carry no information. The agent edits a **working graph** one action at a time — a tool
+    `mixed`, `gauntlet`), or of a known structure (`bnlearn-*`), or a real data table;
+    columns are standardized and randomly permuted, so names and order carry no information. The agent edits a **working graph** one action at a time — a tool
     call that reads evidence (CI tests, reference algorithms, stability, orientation probes,
     sandboxed code, effect estimates, graph queries) or an edge edit — until it submits.
     The main score is the adjacency F1 of the submitted graph against the true DAG.
@@ -209,8 +217,8 @@ class HeuresisEnv(gym.Env):
     | `target`       | **str**       | `"none"` | stated target: `"none"`, `"cpdag"` or `"dag"`        |
     | `toolbox`      | **str**       | `"full"` | `"minimal"` lacks run_code, stability, orientation_probe; `"code"` has only run_code and submit/answer |
     | `reward`       | **str**       | `"f1"`   | `"f1"` at the end, or `"shaped"` (ΔF1 per edit)      |
-    | `d`, `n`       | **int**       | 10, 600  | variables and rows of the instances                  |
-    | `graph_model`  | **str**       | `"er"`   | `"er"` or `"ba"`                                     |
+    | `d`, `n`       | **int**       | 10, 600  | variables and rows (a structure's d, a table's own)  |
+    | `graph_model`  | **str**       | `"er"`   | `"er"` or `"ba"` (`fixed` structure, `data` table)  |
     | `interface`    | **str**       | `"text"` | `"text"` or `"rl"`                                   |
     | `indices`      | **list[int]** | `None`   | instance indices `reset` draws from (default: all)   |
     | `render_mode`  | **str**       | `None`   | `"ansi"` or `"rgb_array"`                            |
@@ -220,6 +228,21 @@ class HeuresisEnv(gym.Env):
     | `task`         | **str**       | `"graph"`| `"graph"`, or `"qa"`: one question per episode       |
     | `name_mode`    | **str**       | `"anonymous"` | question episodes: `"anonymous"` or `"decoy"` names |
     | `questions`    | **list[int]** | `None`   | question ids `reset` draws from (default: all)       |
+    | `data`         | **array**     | `None`   | `Heuresis-dataset-v0`: the table (n × d numbers)     |
+    | `names`, `graph` |             | `None`   | its column names; its graph (edge list) or None      |
+    | `anonymize`    | **bool**      | `False`  | rename the table's columns X1..Xd in random order    |
+    | `standardize`  | **bool**      | `True`   | scale the table's columns to mean 0, variance 1      |
+    | `dataset_name` | **str**       | `"dataset"` | the name the table is registered under            |
+
+    ## Data tables
+
+    `Heuresis-sachs-v0` plays the Sachs et al. (2005) data (853 cells × 11 proteins,
+    anonymized, scored against the 17-arc consensus graph); `Heuresis-dataset-v0` with
+    `data=...` plays a user's table; `Heuresis-bnlearn-alarm-v0` and the other BNLearn ids are
+    simulated families on fixed structures (see `docs/families.md`). A table has one
+    instance (index 0, the same in both splits). Without a graph the episode runs as usual
+    and ends with the submitted graph and `scores` of None (`info["ground_truth"]` is False);
+    `reward="shaped"` needs a graph.
 
     ## Vectorized environment
 
@@ -235,18 +258,26 @@ class HeuresisEnv(gym.Env):
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
-    def __init__(self, family: str = "lg", split: str = "dev", guided: bool = False,
+    def __init__(self, family: str | None = "lg", split: str = "dev", guided: bool = False,
                  max_steps: int = DEFAULT_MAX_STEPS,
                  max_seconds: float | None = DEFAULT_MAX_SECONDS,
                  target: str = "none", toolbox: str = "full", reward: str = "f1",
-                 d: int = 10, n: int = 600, graph_model: str = "er", interface: str = "text",
-                 indices: Sequence[int] | None = None, render_mode: str | None = None,
-                 trace_path: str | None = None, salt: str | None = None,
-                 rl_text: bool = False, task: str = "graph", name_mode: str = "anonymous",
-                 questions: Sequence[int] | None = None):
+                 d: int | None = None, n: int | None = None, graph_model: str | None = None,
+                 interface: str = "text", indices: Sequence[int] | None = None,
+                 render_mode: str | None = None, trace_path: str | None = None,
+                 salt: str | None = None, rl_text: bool = False, task: str = "graph",
+                 name_mode: str = "anonymous", questions: Sequence[int] | None = None,
+                 data: Any = None, names: Sequence[str] | None = None, graph: Any = None,
+                 anonymize: bool = False, standardize: bool = True,
+                 dataset_name: str = "dataset"):
 
-        if family not in available_families():
-            raise UnknownNameError("family", family, available_families())
+        self._table: Instance | None = None
+        if data is not None or family is None:
+            family, self._table = self._register_table(family, data, names, graph, anonymize,
+                                                       standardize, dataset_name)
+        if family not in available_families() and get_source(family) is None:
+            raise UnknownNameError("family or data set", family,
+                                   [*available_families(), *available_sources()])
         if split not in SPLITS:
             raise UnknownNameError("split", split, SPLITS)
         if target not in TARGETS:
@@ -271,11 +302,14 @@ class HeuresisEnv(gym.Env):
             raise HeuresisError(f"max_seconds must be a positive number or None, "
                                 f"got {max_seconds!r}")
         self.max_seconds = None if max_seconds is None else float(max_seconds)
-        self.d = _check_int("d", d, 2)
-        self.n = _check_int("n", n, 10)
-        self.graph_model = graph_model
-        InstanceKey(family, split, 0, d=self.d, n=self.n, graph_model=graph_model)  # validates
-        size = SPLIT_SIZES[split]
+        if d is not None:
+            _check_int("d", d, 2)
+        if n is not None:
+            _check_int("n", n, 10)
+        # the family's size fills what is left out (a fixed structure's d, a table's d and n)
+        first = InstanceKey(family, split, 0, d=d, n=n, graph_model=graph_model)
+        self.d, self.n, self.graph_model = first.d, first.n, first.graph_model
+        size = split_size(family, split)
         if indices is None:
             self.indices: tuple[int, ...] = tuple(range(size))
         else:
@@ -290,7 +324,7 @@ class HeuresisEnv(gym.Env):
         self.names = tuple(f"X{i + 1}" for i in range(self.d))
         self._offered = available_tools(toolbox, self.guided, task)
         self._task = None if task == "graph" else QuestionTask(
-            family, split, self.d, self.n, graph_model, name_mode, questions,
+            family, split, self.d, self.n, self.graph_model, name_mode, questions,
             self._salt_holder)
 
         self._rl = None
@@ -321,6 +355,28 @@ class HeuresisEnv(gym.Env):
         self._last_text = ""
         self._last_error = ""
         self._final_info: dict[str, Any] | None = None
+
+    @staticmethod
+    def _register_table(family: str | None, data: Any, names: Sequence[str] | None,
+                        graph: Any, anonymize: bool, standardize: bool, dataset_name: str
+                        ) -> tuple[str, Instance]:
+        """A table given as ``data`` (``Heuresis-dataset-v0``): checked, registered under
+        ``dataset_name`` and kept, so that this environment always plays this table."""
+        if family is not None:
+            raise HeuresisError(f"give either a family ({family!r}) or a table (data=...), "
+                                "not both; gym.make('Heuresis-dataset-v0', data=X, names=..., "
+                                "graph=...) plays a table")
+        if data is None:
+            raise HeuresisError("Heuresis-dataset-v0 needs a table: gym.make("
+                                "'Heuresis-dataset-v0', data=X, names=[...], graph=None | "
+                                "edge list); or load one with heuresis_env.load_dataset")
+        if isinstance(data, Instance):
+            table = data
+        else:
+            table = dataset_instance(data, names, graph, name=dataset_name,
+                                     anonymize=anonymize, standardize=standardize)
+        register_instance(table)
+        return table.key.family, table
 
     # ---- public read-only views -------------------------------------------------------------
     @property
@@ -421,15 +477,21 @@ class HeuresisEnv(gym.Env):
             index = question.instance_index
         elif options.get("index") is not None:
             index = _check_int("options['index']", options["index"], 0)
-
-            if index >= SPLIT_SIZES[self.split]:
-                raise HeuresisError(f"options['index'] must be in 0..{SPLIT_SIZES[self.split] - 1}"
-                                    f" for the {self.split} split, got {index}")
+            size = split_size(self.family, self.split)
+            if index >= size:
+                raise HeuresisError(f"options['index'] must be in 0..{size - 1} for the "
+                                    f"{self.split} split of {self.family}, got {index}")
         else:
             index = int(self.indices[int(self.np_random.integers(len(self.indices)))])
         key = InstanceKey(self.family, self.split, index, d=self.d, n=self.n,
                           graph_model=self.graph_model)
-        public, referee = open_instance(key, self._salt_holder())
+        table = None
+        if self._table is not None:
+            table = self._table if key == self._table.key else replace(self._table, key=key)
+        public, referee = open_instance(key, self._salt_holder(), table)
+        if not public.has_ground_truth and self.reward_mode == "shaped":
+            raise HeuresisError("reward='shaped' needs the true graph, and this data table "
+                                "has none; use reward='f1' (the episode then ends unscored)")
         names = public.names if self._task is None else self._task.names
         evidence = EvidenceProvider(public.X, public.names, public.sha256)
         start_graph = None
@@ -491,15 +553,21 @@ class HeuresisEnv(gym.Env):
                  "deletion_log shows why PC removed each missing edge")
         wall = ("no wall-time limit" if self.max_seconds is None
                 else f"{self.max_seconds:g} seconds of wall time")
+        about = ("An unknown structural causal model over a directed acyclic graph generated "
+                 "them; every column is standardized and the columns are in random order, so "
+                 "names and order carry no information.")
+        if self._public.description:
+            about = self._public.description
+        score = ("The main score is the adjacency F1 of your graph against the true graph."
+                 if self._public.has_ground_truth else
+                 "There is no known true graph for this table: your submitted graph is the "
+                 "result, and it is not scored.")
         lines = [
             "TASK: recover the causal graph behind a data table.",
             "",
             f"The data X has {state.n} rows and {state.d} columns named "
-            f"{', '.join(state.names)}. An unknown structural causal model over a directed "
-            "acyclic graph generated them; every column is standardized and the columns are "
-            "in random order, so names and order carry no information. Find which pairs of "
-            "variables are joined by a direct causal edge. The main score is the adjacency "
-            "F1 of your graph against the true graph. " + target_rules[self.target],
+            f"{', '.join(state.names)}. {about} Find which pairs of variables are joined by a "
+            f"direct causal edge. {score} " + target_rules[self.target],
             "",
             f"You edit a working graph, which starts {start}. Each step is one action, a JSON "
             'object {"tool": NAME, "args": {...}}, for example',
@@ -609,7 +677,8 @@ class HeuresisEnv(gym.Env):
             final = self.end_episode(reason)
             info.update(final)
             if self.reward_mode == "f1":  # a question episode pays 1 for a correct answer
-                reward += final["scores"]["f1" if self._task is None else "correct"]
+                paid = final["scores"]["f1" if self._task is None else "correct"]
+                reward += 0.0 if paid is None else paid  # None: a table without a graph
         return self._observation(), float(reward), terminated, truncated, info
 
     def end_episode(self, reason: str = "aborted") -> dict[str, Any]:
@@ -629,11 +698,12 @@ class HeuresisEnv(gym.Env):
         else:
             scores = self._task.scores(self._state.answer)
             question = {"question": self._task.outcome(self._state.answer)}
-        scores = {k: (float(v) if isinstance(v, float | np.floating) else int(v))
-                  for k, v in scores.items()}
+        scores = {k: (None if v is None else float(v) if isinstance(v, float | np.floating)
+                      else int(v)) for k, v in scores.items()}
         self._episode_over = True
         self._final_info = {"termination_reason": reason, "submitted": reason == "submitted",
-                            "scores": scores, "steps_used": self._steps_used,
+                            "scores": scores, "ground_truth": self._public.has_ground_truth,
+                            "steps_used": self._steps_used,
                             "instance_index": self._public.key.index,
                             "final_graph": self._state.working_graph.to_dict(),
                             **(question or {})}
@@ -719,12 +789,15 @@ class HeuresisEnv(gym.Env):
             lines += ["", f"Episode over ({self._final_info['termination_reason']}): " +
                       ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
                                 for k, v in scores.items())]
+            if not self._final_info["ground_truth"]:
+                lines.append("No ground truth: the submitted graph is not scored.")
         return "\n".join(lines) + "\n"
 
     def _render_rgb(self) -> np.ndarray:
         panels = [("working graph", self._state.working_graph)]
-        if self._episode_over:
-            panels.append(("true DAG", self._referee["reveal"]()))
+        truth = self._referee["reveal"]() if self._episode_over else None
+        if truth is not None:
+            panels.append(("true DAG", truth))
         return draw_graphs(panels)
 
     # ---- closing ---------------------------------------------------------------------------------

@@ -14,28 +14,44 @@ from typing import Any
 
 import numpy as np
 
-from heuresis_env.generation.instances import InstanceKey, cached_instance
+from heuresis_env.generation.datasets import public_description
+from heuresis_env.generation.instances import (
+    Instance,
+    InstanceKey,
+    NoGroundTruthError,
+    cached_instance,
+)
 from heuresis_env.graphs import Graph
 from heuresis_env.metrics import score_graph
+
+#: the scores of an episode on a table without a graph: none but the output's edge count
+UNSCORED = ("f1", "precision", "recall", "shd", "nshd", "shd_cpdag")
 
 
 @dataclass(frozen=True)
 class PublicInstance:
-    """The part of an instance an agent may see: key, data, names, data hash."""
+    """The part of an instance an agent may see: key, data, names, data hash, and for a data
+    table how its columns were prepared (``description``; empty for generated instances)."""
 
     key: InstanceKey
     X: np.ndarray
     names: tuple[str, ...]
     sha256: str
     sealed: bool
+    description: str = ""
+    has_ground_truth: bool = True
 
 
-def make_referee(true_dag: Graph, true_cpdag: Graph) -> dict[str, Callable]:
+def make_referee(true_dag: Graph | None, true_cpdag: Graph | None) -> dict[str, Callable]:
     """Closures over the hidden graphs: scoring, fast F1, and the reveal after an episode.
 
     The true graphs live only in these closures' cells, never in an attribute of the
-    environment, so ``vars(env)`` and attribute walks cannot reach them.
+    environment, so ``vars(env)`` and attribute walks cannot reach them. Without a true graph
+    (a data table given without one) the scores are None but the output's edge count, and
+    anything that needs the truth raises :class:`NoGroundTruthError`.
     """
+    if true_dag is None:
+        return _referee_without_truth()
     truth = true_dag.skeleton()
     n_true = int(np.count_nonzero(np.triu(truth, 1)))
     upper = np.triu(np.ones(truth.shape, dtype=bool), 1)
@@ -64,9 +80,26 @@ def make_referee(true_dag: Graph, true_cpdag: Graph) -> dict[str, Callable]:
             "is_true_pair": is_true_pair, "reveal": reveal}
 
 
-def open_instance(key: InstanceKey, salt: str | None) -> tuple[PublicInstance, dict[str, Callable]]:
-    """Generate (or reuse from this process) an instance, split into public part and referee."""
-    instance = cached_instance(key, salt)
+def _referee_without_truth() -> dict[str, Callable]:
+    def scores(graph: Any) -> dict[str, Any]:
+        return {**dict.fromkeys(UNSCORED), "n_edges": graph.n_edges()}
+
+    def unavailable(*args: Any) -> Any:
+        raise NoGroundTruthError("this data table has no true graph, so nothing can be scored "
+                                 "(reward='shaped' and the F1 of a graph are unavailable)")
+
+    return {"scores": scores, "f1_of_marks": unavailable, "f1_from_counts": unavailable,
+            "is_true_pair": unavailable, "reveal": lambda: None}
+
+
+def open_instance(key: InstanceKey, salt: str | None, instance: Instance | None = None
+                  ) -> tuple[PublicInstance, dict[str, Callable]]:
+    """Generate (or reuse from this process) an instance, split into public part and referee;
+    ``instance`` (a data table the environment was given) is used as it is."""
+    if instance is None:
+        instance = cached_instance(key, salt)
     public = PublicInstance(key=instance.key, X=instance.X, names=tuple(instance.names),
-                            sha256=instance.sha256, sealed=instance.sealed)
+                            sha256=instance.sha256, sealed=instance.sealed,
+                            description=public_description(instance),
+                            has_ground_truth=instance.record.has_ground_truth)
     return public, make_referee(instance.record.dag, instance.record.cpdag)

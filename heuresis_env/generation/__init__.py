@@ -4,14 +4,28 @@ The first stage of the data flow (**instance** → evidence → environment → 
 report). A family (:mod:`.families`) is a table of mechanism kinds with parameter ranges; one
 sampler draws an :class:`SCM` from it (:mod:`.scm`, arithmetic in :mod:`.portable`); an
 instance (:mod:`.instances`) is the standardized, permuted data of one SCM with its hidden
-record, fully determined by its :class:`InstanceKey`. :mod:`.sortability` measures the
-shortcuts a generator can leave (varsortability, R²-sortability).
+record, fully determined by its :class:`InstanceKey`. :mod:`.structures` holds known DAGs (the
+BNLearn networks, registered as ``bnlearn-*`` families); :mod:`.datasets` turns data tables
+(the Sachs data, a user's CSV) into instances with a graph but no SCM. :mod:`.sortability`
+measures the shortcuts a generator can leave (varsortability, R²-sortability).
 """
 
+from heuresis_env.generation.datasets import (
+    DatasetError,
+    dataset_instance,
+    load_dataset,
+    read_graph,
+    read_table,
+    register_dataset,
+    register_instance,
+)
 from heuresis_env.generation.families import (
+    BENCHMARK_FAMILIES,
+    STRUCTURE_FAMILIES,
     FamilySpec,
     MechanismEntry,
     available_families,
+    expand_families,
     get_family,
     register_family,
     sample_scm,
@@ -23,6 +37,10 @@ from heuresis_env.generation.instances import (
     HiddenRecord,
     Instance,
     InstanceKey,
+    InstanceSource,
+    NoGroundTruthError,
+    NoSCMError,
+    available_sources,
     cached_instance,
     generate_instance,
     generate_split,
@@ -32,6 +50,7 @@ from heuresis_env.generation.instances import (
     save_instance,
     save_split,
     split_directory,
+    split_size,
 )
 from heuresis_env.generation.scm import (
     GRAPH_MODELS,
@@ -43,11 +62,16 @@ from heuresis_env.generation.scm import (
     sample_dag,
 )
 from heuresis_env.generation.sortability import r2_sortability, varsortability
+from heuresis_env.generation.structures import BNLEARN_NETWORKS, Structure, bnlearn_structure
 
 __all__ = [
-    "GENERATOR_VERSION", "GRAPH_MODELS", "SCM", "SPLIT_SIZES", "TEST_SALT_ENV", "FamilySpec",
-    "HiddenRecord", "Instance", "InstanceKey", "MechanismEntry", "MechanismKind",
-    "NodeMechanism", "available_families", "cached_instance", "generate_instance",
+    "BENCHMARK_FAMILIES", "BNLEARN_NETWORKS", "GENERATOR_VERSION", "GRAPH_MODELS", "SCM",
+    "SPLIT_SIZES", "STRUCTURE_FAMILIES", "TEST_SALT_ENV", "DatasetError", "FamilySpec",
+    "HiddenRecord", "Instance", "InstanceKey", "InstanceSource", "MechanismEntry",
+    "MechanismKind", "NoGroundTruthError", "NoSCMError", "NodeMechanism", "Structure",
+    "available_families", "available_sources", "bnlearn_structure", "cached_instance",
+    "dataset_instance", "expand_families", "load_dataset", "read_graph", "read_table",
+    "register_dataset", "register_instance", "split_size", "generate_instance",
     "generate_split", "get_family", "get_mechanism_kind", "load_instance", "load_split",
     "r2_sortability", "register_family", "register_mechanism_kind", "resolve_salt",
     "sample_dag", "sample_scm", "save_instance", "save_split", "split_directory",

@@ -20,6 +20,12 @@ import numpy as np
 
 from heuresis_env.errors import HeuresisError, UnknownNameError
 from heuresis_env.generation.scm import SCM, NodeMechanism, get_mechanism_kind, sample_dag
+from heuresis_env.generation.structures import (
+    BNLEARN_NETWORKS,
+    Structure,
+    bnlearn_family,
+    bnlearn_structure,
+)
 from heuresis_env.graphs import topological_order
 
 
@@ -65,18 +71,31 @@ class MechanismEntry:
         return cls(str(data["kind"]), {k: tuple(v) for k, v in data.get("ranges", {}).items()})
 
 
+#: what a family name may hold (it becomes part of gym ids, file names and episode ids)
+FAMILY_NAME_PATTERN = r"[A-Za-z0-9_][A-Za-z0-9_-]*"
+
+
 @dataclass(frozen=True)
 class FamilySpec:
-    """A mechanism family: the root-noise entry and the list non-root nodes draw from."""
+    """A mechanism family: the root-noise entry and the list non-root nodes draw from.
+
+    ``structure``, when set, fixes the DAG (a known network): every instance draws its
+    mechanisms on that graph, and its size d is the structure's.
+    """
 
     name: str
     description: str
     root: MechanismEntry
     mechanisms: tuple[MechanismEntry, ...]
+    structure: Structure | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not re.fullmatch(r"[A-Za-z0-9_]+", self.name):
-            raise HeuresisError(f"family name must be letters, digits or '_', got {self.name!r}")
+        if not isinstance(self.name, str) or not re.fullmatch(FAMILY_NAME_PATTERN, self.name):
+            raise HeuresisError(f"family name must be letters, digits, '_' or '-' (not "
+                                f"first), got {self.name!r}")
+        if self.structure is not None and not isinstance(self.structure, Structure):
+            raise HeuresisError(f"family {self.name!r}: structure must be a Structure, got "
+                                f"{type(self.structure).__name__}")
         object.__setattr__(self, "mechanisms", tuple(self.mechanisms))
         if not self.mechanisms:
             raise HeuresisError(f"family {self.name!r} needs at least one mechanism entry")
@@ -98,15 +117,21 @@ class FamilySpec:
         return [entry.kind for entry in self.mechanisms]
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "description": self.description,
-                "root": self.root.to_dict(),
-                "mechanisms": [entry.to_dict() for entry in self.mechanisms]}
+        document = {"name": self.name, "description": self.description,
+                    "root": self.root.to_dict(),
+                    "mechanisms": [entry.to_dict() for entry in self.mechanisms]}
+        if self.structure is not None:
+            document["structure"] = self.structure.to_dict()
+        return document
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> FamilySpec:
+        structure = data.get("structure")
+        if isinstance(structure, Mapping):
+            structure = Structure.from_dict(structure)
         return cls(str(data["name"]), str(data.get("description", "")),
                    MechanismEntry.from_dict(data["root"]),
-                   tuple(MechanismEntry.from_dict(e) for e in data["mechanisms"]))
+                   tuple(MechanismEntry.from_dict(e) for e in data["mechanisms"]), structure)
 
 
 def _root(low: float, high: float) -> MechanismEntry:
@@ -131,7 +156,7 @@ def register_family(name: str, spec: FamilySpec | Mapping[str, Any]) -> FamilySp
     if not isinstance(spec, FamilySpec):
         raise HeuresisError(f"expected a FamilySpec, got {type(spec).__name__}")
     if spec.name != name:
-        spec = FamilySpec(name, spec.description, spec.root, spec.mechanisms)
+        spec = FamilySpec(name, spec.description, spec.root, spec.mechanisms, spec.structure)
     FAMILIES[name] = spec
     return spec
 
@@ -145,8 +170,34 @@ def get_family(name: str) -> FamilySpec:
 
 
 def available_families() -> list[str]:
-    """Registered family names, the built-in six first in table order."""
+    """Registered family names: the built-in six in table order, the BNLearn structure
+    families, then any registered later."""
     return list(FAMILIES)
+
+
+#: the six mechanism families of the spec's Table 2 (what ``--family all`` means)
+BENCHMARK_FAMILIES = ("lg", "anm", "hetero", "wild", "mixed", "gauntlet")
+#: the family names of the seven BNLearn structures (``--family bnlearn`` / ``--suite bnlearn``)
+STRUCTURE_FAMILIES = tuple(bnlearn_family(network) for network in BNLEARN_NETWORKS)
+#: names that stand for several families on the command line
+FAMILY_GROUPS: dict[str, tuple[str, ...]] = {"all": BENCHMARK_FAMILIES,
+                                             "bnlearn": STRUCTURE_FAMILIES}
+
+
+def expand_families(names: str | Sequence[str]) -> list[str]:
+    """Family names with the groups ``all`` (the six of Table 2) and ``bnlearn`` (the seven
+    structures) expanded, each checked; an unknown name lists the known ones."""
+    names = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
+    chosen: list[str] = []
+    for name in (n for n in names if n):
+        for family in FAMILY_GROUPS.get(name, (name,)):
+            if family not in FAMILIES:
+                raise UnknownNameError("family", family, [*FAMILIES, *FAMILY_GROUPS])
+            chosen.append(family)
+    if not chosen:
+        raise HeuresisError(f"give at least one family; known: {', '.join(FAMILIES)}, or "
+                            f"{' / '.join(FAMILY_GROUPS)}")
+    return list(dict.fromkeys(chosen))
 
 
 for _spec in (
@@ -184,11 +235,19 @@ for _spec in (
 ):
     register_family(_spec.name, _spec)
 
+for _network in BNLEARN_NETWORKS:
+    register_family(bnlearn_family(_network), FamilySpec(
+        bnlearn_family(_network),
+        f"the BNLearn '{_network}' DAG, anonymized, with the lg family's linear-Gaussian "
+        "mechanisms: Σ w X + σ ε, w ~ ±U[0.5, 2], σ ~ U[0.5, 2]",
+        FAMILIES["lg"].root, FAMILIES["lg"].mechanisms, bnlearn_structure(_network)))
+
 
 def sample_scm(family: str | FamilySpec, d: int, rng: np.random.Generator,
                graph_model: str = "er", expected_degree: float = 2.0,
                names: Sequence[str] | None = None) -> SCM:
-    """Draw an (uncalibrated) SCM from a family: a DAG, then each node's entry and parameters.
+    """Draw an (uncalibrated) SCM from a family: a DAG (the family's fixed structure, in its
+    node order, when it has one), then each node's entry and parameters.
 
     Draw order (fixed, so a seed fixes the SCM): the DAG, then for each node in causal order
     the entry index (uniform over the family's list; roots use the root entry) and the
@@ -198,7 +257,13 @@ def sample_scm(family: str | FamilySpec, d: int, rng: np.random.Generator,
     spec = family if isinstance(family, FamilySpec) else get_family(family)
     if not isinstance(rng, np.random.Generator):
         raise HeuresisError("rng must be a numpy.random.Generator")
-    adjacency = sample_dag(d, rng, model=graph_model, expected_degree=expected_degree)
+    if spec.structure is not None:
+        if d != spec.structure.d:
+            raise HeuresisError(f"family {spec.name!r} has a fixed structure of "
+                                f"{spec.structure.d} variables; d = {d} was asked")
+        adjacency = spec.structure.adjacency()
+    else:
+        adjacency = sample_dag(d, rng, model=graph_model, expected_degree=expected_degree)
     names = tuple(names) if names is not None else tuple(f"X{i + 1}" for i in range(d))
     if len(names) != d:
         raise HeuresisError(f"{len(names)} names for d = {d} variables")

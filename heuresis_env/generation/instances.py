@@ -27,7 +27,7 @@ import json
 import os
 import re
 import zipfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,9 +38,9 @@ from heuresis_env.cache import MemoCache, stable_hash
 from heuresis_env.data import data_sha256
 from heuresis_env.errors import HeuresisError, InstanceFormatError, UnknownNameError
 from heuresis_env.files import atomic_write_bytes
-from heuresis_env.generation.families import get_family, sample_scm
+from heuresis_env.generation.families import FAMILIES, FAMILY_NAME_PATTERN, get_family, sample_scm
 from heuresis_env.generation.scm import GRAPH_MODELS, SCM, calibrate_scm, standardize_columns
-from heuresis_env.graphs import Graph, cpdag_from_dag
+from heuresis_env.graphs import Graph, GraphType, cpdag_from_dag
 
 #: Bump whenever a change to the generator changes any generated instance.
 GENERATOR_VERSION = "1"
@@ -54,28 +54,116 @@ TEST_SALT_ENV = "HEURESIS_TEST_SALT"
 #: map-output and column standardizations are too noisy to define an instance).
 MIN_ROWS = 10
 MANIFEST_NAME = "manifest.json"
+#: default size of a family's instances (families with a fixed structure use its d)
+DEFAULT_D, DEFAULT_N = 10, 600
+#: the graph model of a key: a random model, ``fixed`` (a family's known structure) or
+#: ``data`` (a data table, whose graph — if any — was given with it)
+KEY_GRAPH_MODELS = (*GRAPH_MODELS, "fixed", "data")
+
+
+# ---- instance sources: data tables registered by name ------------------------------------------
+
+@dataclass(frozen=True)
+class InstanceSource:
+    """A fixed instance under a family-like name: a data table (real data, a user's CSV).
+
+    It has one instance, index 0, the same in both splits (there is no held-out split of one
+    table); ``load`` builds it (called once per process and split, then memoized).
+    """
+
+    name: str
+    d: int
+    n: int
+    load: Callable[[InstanceKey], Instance] = field(repr=False)
+    description: str = ""
+    details: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+
+_SOURCES: dict[str, InstanceSource] = {}
+
+
+def register_source(source: InstanceSource) -> InstanceSource:
+    """Register (or replace) a data-table source; its name works wherever a family's does."""
+    if not re.fullmatch(FAMILY_NAME_PATTERN, source.name):
+        raise HeuresisError(f"a data set's name must be letters, digits, '_' or '-' (not "
+                            f"first), got {source.name!r}")
+    if source.name in FAMILIES:
+        raise HeuresisError(f"{source.name!r} is a generated family; give the data set "
+                            "another name")
+    _SOURCES[source.name] = source
+    _GENERATED.clear()  # an instance of a replaced source must not be served again
+    return source
+
+
+def get_source(name: str) -> InstanceSource | None:
+    """The registered data-table source ``name``, or None when it is not one."""
+    return _SOURCES.get(name)
+
+
+def available_sources() -> list[str]:
+    return list(_SOURCES)
+
+
+def split_size(family: str, split: str) -> int:
+    """How many instances ``family`` has in ``split``: 1 for a data table, else SPLIT_SIZES."""
+    if split not in SPLIT_SIZES:
+        raise UnknownNameError("split", split, SPLIT_SIZES)
+    return 1 if family in _SOURCES else SPLIT_SIZES[split]
+
+
+def _resolve_size(family: str, d: int | None, n: int | None, graph_model: str | None
+                  ) -> tuple[Any, Any, str]:
+    """The key's d, n and graph model: a data table's and a fixed structure's are theirs
+    (a differing explicit value is an error); other families default to 10, 600, ``er``."""
+    source = _SOURCES.get(family)
+    spec = FAMILIES.get(family)
+    fixed: dict[str, Any] = {}
+    if source is not None:
+        fixed = {"d": source.d, "n": source.n, "graph_model": "data"}
+        what = f"data set {family!r} has {source.d} columns and {source.n} rows"
+    elif spec is not None and spec.structure is not None:
+        fixed = {"d": spec.structure.d, "graph_model": "fixed"}
+        what = f"family {family!r} has a fixed structure of {spec.structure.d} variables"
+    asked = {"d": d, "n": n, "graph_model": graph_model}
+    for name, value in fixed.items():
+        if asked[name] is not None and asked[name] != value:
+            raise HeuresisError(f"{what}; {name} = {asked[name]!r} does not apply (leave it "
+                                f"out, or pass {name} = {value!r})")
+        asked[name] = value
+    return (DEFAULT_D if asked["d"] is None else asked["d"],
+            DEFAULT_N if asked["n"] is None else asked["n"],
+            "er" if asked["graph_model"] is None else asked["graph_model"])
 
 
 # ---- keys and seeds -----------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class InstanceKey:
-    """What fixes an instance: family, split, index, generator version, d, n, graph model."""
+    """What fixes an instance: family, split, index, generator version, d, n, graph model.
+
+    ``d``, ``n`` and ``graph_model`` left as None take the family's: a fixed structure's d and
+    ``fixed``, a data table's d, n and ``data``, else 10, 600 and ``er``.
+    """
 
     family: str
     split: str
     index: int
     generator_version: str = GENERATOR_VERSION
-    d: int = 10
-    n: int = 600
-    graph_model: str = "er"
+    d: int | None = None
+    n: int | None = None
+    graph_model: str | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.family, str) or not re.fullmatch(r"[A-Za-z0-9_]+", self.family):
+        if not isinstance(self.family, str) or not re.fullmatch(FAMILY_NAME_PATTERN,
+                                                                 self.family):
             raise HeuresisError(f"family must be a registered family name, got {self.family!r}")
         if self.split not in SPLIT_SIZES:
             raise UnknownNameError("split", self.split, SPLIT_SIZES)
-        size = SPLIT_SIZES[self.split]
+        d, n, graph_model = _resolve_size(self.family, self.d, self.n, self.graph_model)
+        object.__setattr__(self, "d", d)
+        object.__setattr__(self, "n", n)
+        object.__setattr__(self, "graph_model", graph_model)
+        size = split_size(self.family, self.split)
         if not _is_int(self.index) or not 0 <= self.index < size:
             raise HeuresisError(f"index of the {self.split} split must be an integer in "
                                 f"0..{size - 1}, got {self.index!r}")
@@ -84,8 +172,8 @@ class InstanceKey:
         if not _is_int(self.n) or self.n < MIN_ROWS:
             raise HeuresisError(f"n must be an integer ≥ {MIN_ROWS} (≥ 50 recommended), "
                                 f"got {self.n!r}")
-        if self.graph_model not in GRAPH_MODELS:
-            raise UnknownNameError("graph model", self.graph_model, GRAPH_MODELS)
+        if self.graph_model not in KEY_GRAPH_MODELS:
+            raise UnknownNameError("graph model", self.graph_model, KEY_GRAPH_MODELS)
         object.__setattr__(self, "index", int(self.index))
         object.__setattr__(self, "d", int(self.d))
         object.__setattr__(self, "n", int(self.n))
@@ -116,7 +204,8 @@ class InstanceKey:
             raise HeuresisError(f"bad instance key {dict(data)!r}: {exc}") from None
 
     @classmethod
-    def parse(cls, text: str, d: int = 10, n: int = 600, graph_model: str = "er") -> InstanceKey:
+    def parse(cls, text: str, d: int | None = None, n: int | None = None,
+              graph_model: str | None = None) -> InstanceKey:
         """Parse ``family/split/index`` (e.g. ``wild/dev/3``)."""
         parts = str(text).strip().split("/")
         if len(parts) != 3 or not parts[2].isdigit():
@@ -173,16 +262,60 @@ def instance_rngs(key: InstanceKey, salt: str | None = None) -> dict[str, np.ran
 
 # ---- the hidden record and the instance ---------------------------------------------------------
 
+class NoSCMError(HeuresisError):
+    """Something needs the structural causal model behind the data, and the instance (a data
+    table) has none."""
+
+
+class NoGroundTruthError(HeuresisError):
+    """Something needs the true graph, and the instance (a data table given without a graph)
+    has none."""
+
+
 @dataclass(frozen=True)
 class HiddenRecord:
     """What the agent never sees: the DAG and CPDAG (named column order), every node's
-    mechanism, the graph model, and the SCM itself (for more and interventional samples)."""
+    mechanism, the graph model, and the SCM itself (for more and interventional samples).
 
-    dag: Graph
-    cpdag: Graph
+    A data table's record has no SCM and no mechanisms; its ``dag`` is the graph given with
+    the table (None without one; a partially directed graph stands as given, and is its own
+    ``cpdag``), and ``source`` describes the table (and the original column names when they
+    were anonymized).
+    """
+
+    dag: Graph | None
+    cpdag: Graph | None
     mechanisms: dict[str, dict]
     graph_model: str
-    scm: SCM = field(repr=False)
+    scm: SCM | None = field(default=None, repr=False)
+    source: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def has_ground_truth(self) -> bool:
+        return self.dag is not None
+
+    def require_scm(self, purpose: str) -> SCM:
+        """The SCM, or a :class:`NoSCMError` saying why ``purpose`` is unavailable."""
+        if self.scm is None:
+            raise NoSCMError(f"{purpose} needs the structural causal model behind the data; "
+                             "this instance is a data table, which has none")
+        return self.scm
+
+    def require_graph(self, purpose: str) -> Graph:
+        """The true graph, or a :class:`NoGroundTruthError` saying why ``purpose`` cannot run."""
+        if self.dag is None:
+            raise NoGroundTruthError(f"{purpose} needs the true graph; this data table was "
+                                     "given without one (no ground truth)")
+        return self.dag
+
+    @classmethod
+    def from_graph(cls, graph: Graph | None, source: Mapping[str, Any]) -> HiddenRecord:
+        """The record of a data table: its graph (or None) and a description, no SCM."""
+        cpdag = None
+        if graph is not None:
+            cpdag = cpdag_from_dag(graph) if graph.graph_type() == GraphType.DAG else graph
+        return cls(dag=graph, cpdag=cpdag, mechanisms={}, graph_model="data", scm=None,
+                   source=dict(source))
 
     @classmethod
     def from_scm(cls, scm: SCM, graph_model: str) -> HiddenRecord:
@@ -197,12 +330,23 @@ class HiddenRecord:
         return {name: m["kind"] for name, m in self.mechanisms.items()}
 
     def to_dict(self) -> dict:
-        return {"dag": self.dag.to_dict(), "cpdag": self.cpdag.to_dict(),
-                "graph_model": self.graph_model, "scm": self.scm.to_dict()}
+        document = {"dag": None if self.dag is None else self.dag.to_dict(),
+                    "cpdag": None if self.cpdag is None else self.cpdag.to_dict(),
+                    "graph_model": self.graph_model,
+                    "scm": None if self.scm is None else self.scm.to_dict()}
+        if self.source:
+            document["source"] = dict(self.source)
+        return document
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> HiddenRecord:
         """Rebuild a record, checking that its DAG, CPDAG and SCM agree."""
+        if data.get("graph_model") == "data":
+            try:
+                graph = None if data.get("dag") is None else Graph.from_dict(data["dag"])
+            except (TypeError, ValueError) as exc:
+                raise HeuresisError(f"bad hidden record: {exc}") from None
+            return cls.from_graph(graph, data.get("source") or {})
         try:
             scm = SCM.from_dict(data["scm"])
             record = cls.from_scm(scm, str(data["graph_model"]))
@@ -253,6 +397,9 @@ def generate_instance(key: InstanceKey, salt: str | None = None) -> Instance:
     """
     if not isinstance(key, InstanceKey):
         raise HeuresisError(f"expected an InstanceKey, got {type(key).__name__}")
+    source = _SOURCES.get(key.family)
+    if source is not None:
+        return source.load(key)
     if key.generator_version != GENERATOR_VERSION:
         raise HeuresisError(f"this code generates version {GENERATOR_VERSION!r} instances; the "
                             f"key asks for version {key.generator_version!r}")
@@ -279,14 +426,13 @@ def cached_instance(key: InstanceKey, salt: str | None = None) -> Instance:
     return _GENERATED.get_or_compute(memo, lambda: generate_instance(key, salt))
 
 
-def generate_split(family: str, split: str, count: int | None = None, d: int = 10,
-                   n: int = 600, salt: str | None = None, progress: bool = False,
-                   graph_model: str = "er") -> list[Instance]:
+def generate_split(family: str, split: str, count: int | None = None, d: int | None = None,
+                   n: int | None = None, salt: str | None = None, progress: bool = False,
+                   graph_model: str | None = None) -> list[Instance]:
     """The first ``count`` instances of a split (default: all of ``SPLIT_SIZES[split]``)."""
-    get_family(family)
-    if split not in SPLIT_SIZES:
-        raise UnknownNameError("split", split, SPLIT_SIZES)
-    size = SPLIT_SIZES[split]
+    if family not in _SOURCES:
+        get_family(family)
+    size = split_size(family, split)
     count = size if count is None else count
     if not _is_int(count) or not 0 <= count <= size:
         raise HeuresisError(f"count for the {split} split must be an integer in 0..{size}, "
@@ -443,7 +589,8 @@ def split_directory(root: str | os.PathLike, family: str, split: str) -> Path:
 
 __all__: Sequence[str] = (
     "FORMAT_VERSION", "GENERATOR_VERSION", "SPLIT_SIZES", "HiddenRecord", "Instance",
-    "InstanceKey", "generate_instance", "generate_split", "instance_rngs", "key_seed_sequence",
-    "salted_seed_sequence", "cached_instance", "load_instance", "load_split", "save_instance",
-    "save_split", "split_directory",
+    "InstanceKey", "InstanceSource", "NoGroundTruthError", "NoSCMError", "available_sources",
+    "get_source", "register_source", "split_size", "generate_instance", "generate_split",
+    "instance_rngs", "key_seed_sequence", "salted_seed_sequence", "cached_instance",
+    "load_instance", "load_split", "save_instance", "save_split", "split_directory",
 )

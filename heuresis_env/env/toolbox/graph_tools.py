@@ -8,7 +8,6 @@ Under ``target="dag"`` or ``"cpdag"`` an edit that closes a directed cycle is re
 
 from __future__ import annotations
 
-import re
 from typing import Annotated
 
 import numpy as np
@@ -29,7 +28,14 @@ from heuresis_env.env.toolbox.registry import (
 )
 from heuresis_env.env.toolbox.state import EpisodeState
 from heuresis_env.errors import HeuresisError, UnknownNameError
-from heuresis_env.graphs import Edge, EdgeMark, Graph, backdoor_path, has_directed_cycle
+from heuresis_env.graphs import (
+    Edge,
+    EdgeMark,
+    Graph,
+    backdoor_path,
+    has_directed_cycle,
+    parse_edge_text,
+)
 
 #: targets under which a directed cycle is an invalid working graph
 ACYCLIC_TARGETS = ("cpdag", "dag")
@@ -261,32 +267,12 @@ def _reverse_edge(state: EpisodeState, args: PairArgs) -> ToolResult:
     return _edit_result(state, message, done)
 
 
-_EDGE_PATTERN = re.compile(
-    r"^\s*([A-Za-z_][\w.]*)\s*(<->|o->|<-o|o-o|-->|<--|---|->|<-|--)\s*([A-Za-z_][\w.]*)\s*$")
-_EDGE_MARKS = {
-    "-->": (EdgeMark.TAIL, EdgeMark.ARROW), "->": (EdgeMark.TAIL, EdgeMark.ARROW),
-    "<--": (EdgeMark.ARROW, EdgeMark.TAIL), "<-": (EdgeMark.ARROW, EdgeMark.TAIL),
-    "---": (EdgeMark.TAIL, EdgeMark.TAIL), "--": (EdgeMark.TAIL, EdgeMark.TAIL),
-    "<->": (EdgeMark.ARROW, EdgeMark.ARROW),
-    "o->": (EdgeMark.CIRCLE, EdgeMark.ARROW), "<-o": (EdgeMark.ARROW, EdgeMark.CIRCLE),
-    "o-o": (EdgeMark.CIRCLE, EdgeMark.CIRCLE),
-}
-
-
 def parse_edge(state: EpisodeState, text: str) -> Edge:
-    """One edge string (``"X1 --> X2"``) as an :class:`Edge`; raises on bad input."""
-    match = _EDGE_PATTERN.match(text)
-    if match is None:
-        raise HeuresisError(
-            f"cannot read the edge {text!r}; write it as 'X1 --> X2', 'X1 --- X2', "
-            "'X1 <-> X2', 'X1 o-> X2' or 'X1 o-o X2'")
-    u, symbol, v = match.groups()
-    state.variable(u)
-    state.variable(v)
-    if u == v:
-        raise HeuresisError(f"self-loop in {text!r}: an edge joins two different variables")
-    mark_u, mark_v = _EDGE_MARKS[symbol]
-    return Edge(u, v, mark_u, mark_v)
+    """One edge string (``"X1 --> X2"``) over the episode's variables; raises on bad input."""
+    edge = parse_edge_text(text)
+    state.variable(edge.u)
+    state.variable(edge.v)
+    return edge
 
 
 def validate_for_target(state: EpisodeState, graph: Graph) -> None:

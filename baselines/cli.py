@@ -1,6 +1,10 @@
 """``heuresis baselines``: per family, every reference algorithm's mean adjacency F1 with a
 95% bootstrap interval, BCA_φ (selected on development instances), the ideal oracle, merge*
 and the selection and repair headrooms. Results are cached on disk; workers run in parallel.
+
+``--suite bnlearn`` prints the BNLearn table instead (PC-Fisher-z, PC-KCI, GES, the oracle,
+and the share of the oracle's gain that GES recovers); ``--dataset data.csv [--graph g.txt]``
+runs every algorithm on one table and scores it against the graph when there is one.
 """
 
 from __future__ import annotations
@@ -12,15 +16,31 @@ import time
 from pathlib import Path
 
 from baselines.family_table import compute_family_table, format_family_table
-from baselines.reference import REFERENCE_ALGORITHMS
+from baselines.reference import REFERENCE_ALGORITHMS, reference_record
+from baselines.structure_table import compute_suite_table, format_suite_table
 from heuresis_env.discovery import get_algorithm
-from heuresis_env.generation import SPLIT_SIZES, available_families, get_family
+from heuresis_env.errors import HeuresisError
+from heuresis_env.generation import FAMILY_GROUPS, SPLIT_SIZES, expand_families, load_dataset
 
 HELP = "Reference results per family: algorithms, BCA, oracle, merge*, headrooms."
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--family", default="all", help="a family name or 'all' (default)")
+    parser.add_argument("--family", default="all",
+                        help="a family name, several joined by commas, 'all' (the six of "
+                             "Table 2, default) or 'bnlearn' (the seven structures)")
+    parser.add_argument("--suite", choices=sorted(set(FAMILY_GROUPS) - {"all"}), default=None,
+                        help="bnlearn: the BNLearn table (PC-Fisher-z, PC-KCI, GES, oracle, "
+                             "GES's share of the oracle's gain); --count instances each "
+                             "(default 5)")
+    parser.add_argument("--dataset", type=Path, default=None, metavar="CSV",
+                        help="run every algorithm on one table (header row of column names)")
+    parser.add_argument("--graph", type=Path, default=None, metavar="EDGE_LIST",
+                        help="with --dataset: the table's graph ('A --> B' / 'A --- B' lines)")
+    parser.add_argument("--anonymize", action="store_true",
+                        help="with --dataset: rename the columns X1..Xd in random order")
+    parser.add_argument("--no-standardize", action="store_true",
+                        help="with --dataset: keep the values as given (default: standardize)")
     parser.add_argument("--split", default="test", choices=["dev", "test"])
     parser.add_argument("--count", type=int, default=None,
                         help="instances per family (default: the whole split)")
@@ -29,23 +49,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--algorithms", default=None,
                         help="comma-separated algorithm names (default: every reference algorithm)")
     parser.add_argument("--workers", type=int, default=1, help="parallel worker processes")
-    parser.add_argument("--d", type=int, default=10, help="variables per instance")
-    parser.add_argument("--n", type=int, default=600, help="rows per instance")
+    parser.add_argument("--d", type=int, default=None,
+                        help="variables per instance (default 10; a structure's own)")
+    parser.add_argument("--n", type=int, default=None, help="rows per instance (default 600)")
     parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples")
     parser.add_argument("--json", type=Path, default=None, help="also write the tables as JSON")
 
 
 def resolve_families(name: str) -> list[str]:
-
-    if name == "all":
-        return list(available_families())
-    get_family(name)  # raises an error listing the known families
-    return [name]
+    """Family names from --family (groups expanded; unknown names list the known ones)."""
+    return expand_families(name)
 
 
 def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    if args.dataset is not None:
+        return run_dataset(args)
+    if args.graph is not None or args.anonymize or args.no_standardize:
+        raise HeuresisError("--graph, --anonymize and --no-standardize go with --dataset")
+    if args.suite is not None:
+        return run_suite(args)
     families = resolve_families(args.family)
     algorithms = (REFERENCE_ALGORITHMS if args.algorithms is None
                   else tuple(a.strip() for a in args.algorithms.split(",") if a.strip()))
@@ -84,5 +108,78 @@ def run(args: argparse.Namespace) -> int:
         size = {"d": args.d, "n": args.n, "graph_model": "er"}
         args.json.write_text(json.dumps({"size": size, "tables": [t.to_dict() for t in tables],
                                          "seconds": elapsed}, indent=2))
+        print(f"wrote {args.json}")
+    return 0
+
+
+def run_suite(args: argparse.Namespace) -> int:
+    """``--suite bnlearn``: the BNLearn table (cached results are read back)."""
+    from tqdm import tqdm
+
+    families = expand_families(args.suite)
+    count = 5 if args.count is None else args.count
+    if not 1 <= count <= SPLIT_SIZES[args.split]:
+        raise HeuresisError(f"--count must be in 1..{SPLIT_SIZES[args.split]}, got {count}")
+    started = time.perf_counter()
+    total = len(families) * count * 3
+    with tqdm(total=total, desc="algorithm runs", unit="run", file=sys.stderr,
+              disable=not sys.stderr.isatty()) as bar:
+        rows = compute_suite_table(families, args.split, count, n=args.n, workers=args.workers,
+                                   n_resamples=args.resamples, progress=bar.update)
+    n = 600 if args.n is None else args.n
+    print(format_suite_table(rows, args.split, n))
+    elapsed = time.perf_counter() - started
+    print(f"\n{total} algorithm runs in {elapsed:.1f} s ({args.workers} worker(s))")
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"suite": args.suite, "split": args.split, "n": n,
+                                         "rows": [r.to_dict() for r in rows],
+                                         "seconds": elapsed}, indent=2, default=str))
+        print(f"wrote {args.json}")
+    return 0
+
+
+def run_dataset(args: argparse.Namespace) -> int:
+    """``--dataset``: every algorithm on one table, scored when the table has a graph."""
+    instance = load_dataset(args.dataset, args.graph, anonymize=args.anonymize,
+                            standardize=not args.no_standardize)
+    algorithms = (REFERENCE_ALGORITHMS if args.algorithms is None
+                  else tuple(a.strip() for a in args.algorithms.split(",") if a.strip()))
+    for a in algorithms:
+        get_algorithm(a)
+    truth = instance.record.dag
+    prepared = "standardized" if not args.no_standardize else "as given"
+    print(f"{args.dataset}: {instance.n} rows × {instance.d} columns ({prepared}"
+          f"{', anonymized' if args.anonymize else ''}); "
+          + (f"graph {args.graph}: {truth.n_edges()} edges" if truth is not None
+             else "no graph given: no ground truth, outputs are not scored"))
+    print(f"  {'algorithm':<16}{'edges':>6}{'F1':>8}{'precision':>11}{'recall':>8}"
+          f"{'SHD':>6}{'seconds':>9}")
+    rows = []
+    for name in algorithms:
+        record = reference_record(instance, name)
+        result = record.graph_result()
+        scores = record.scores or {}
+
+        def cell(key: str, width: int, digits: int = 3, scores: dict = scores) -> str:
+            value = scores.get(key)
+            if value is None or (isinstance(value, float) and value != value):
+                return f"{'-':>{width}}"
+            return f"{value:>{width}.{digits}f}" if digits else f"{int(value):>{width}}"
+
+        edges = result.graph.n_edges() if result.ok else "fail"
+        print(f"  {name:<16}{edges!s:>6}{cell('f1', 8)}{cell('precision', 11)}"
+              f"{cell('recall', 8)}{cell('shd', 6, 0)}"
+              f"{float(record.result.get('runtime_seconds', 0.0)):>9.2f}"
+              + ("" if result.ok else f"  {result.error}"))
+        rows.append({"algorithm": name, "scores": record.scores,
+                     "edges": result.graph.to_text() if result.ok else None,
+                     "error": result.error})
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"dataset": str(args.dataset),
+                                         "graph": None if args.graph is None else str(args.graph),
+                                         "ground_truth": truth is not None, "rows": rows},
+                                        indent=2, default=str))
         print(f"wrote {args.json}")
     return 0

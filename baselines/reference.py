@@ -44,15 +44,18 @@ class ReferenceRecord:
 
 
 def _cache_key(instance: Instance, algorithm: str, params: dict[str, Any] | None) -> str:
-    return stable_hash({
-        "instance": instance.sha256, "algorithm": algorithm, "params": params or {},
-        "code": CODE_VERSION, "package": __version__,
-    })
+    key = {"instance": instance.sha256, "algorithm": algorithm, "params": params or {},
+           "code": CODE_VERSION, "package": __version__}
+    if instance.record.graph_model == "data":  # one table may come with different graphs
+        truth = instance.record.dag
+        key["truth"] = None if truth is None else stable_hash(truth.to_dict())
+    return stable_hash(key)
 
 
 def reference_record(instance: Instance, algorithm: str,
                      params: dict[str, Any] | None = None, *, use_cache: bool = True) -> ReferenceRecord:
-    """Run (or fetch from the cache) ``algorithm`` on ``instance`` and score it on the hidden DAG."""
+    """Run (or fetch from the cache) ``algorithm`` on ``instance`` and score it on the hidden DAG
+    (``scores`` is None when the run failed or the instance has no true graph)."""
     cache = ResultCache("reference")
     key = _cache_key(instance, algorithm, params)
     if use_cache:
@@ -60,7 +63,8 @@ def reference_record(instance: Instance, algorithm: str,
         if hit is not None:
             return hit
     result = run_algorithm(algorithm, instance.X, instance.names, params=params)
-    scores = score_graph(result.graph, instance.record.dag) if result.ok else None
+    truth = instance.record.dag  # None for a data table given without a graph: unscored
+    scores = score_graph(result.graph, truth) if result.ok and truth is not None else None
     record = ReferenceRecord(algorithm, instance.sha256, result.to_dict(), scores)
     cache.set(key, record)
     return record

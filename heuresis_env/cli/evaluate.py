@@ -22,8 +22,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="an option passed to the policy factory (VALUE read as JSON when "
                              "it parses, else as text); repeatable")
     parser.add_argument("--family", default="all",
-                        help="a family name (lg, anm, hetero, wild, mixed, gauntlet, or any "
-                             "registered one), several joined by commas, or 'all' (default)")
+                        help="a family name (lg, anm, hetero, wild, mixed, gauntlet, "
+                             "bnlearn-alarm, sachs, or any registered one), several joined by "
+                             "commas, 'all' (the six of Table 2; default) or 'bnlearn' (the "
+                             "seven BNLearn structures)")
+    parser.add_argument("--dataset", default=None, metavar="CSV",
+                        help="play your own table: a CSV with a header row of column names "
+                             "(then --family is not needed)")
+    parser.add_argument("--graph", default=None, metavar="EDGE_LIST",
+                        help="with --dataset: its graph, one 'A --> B' or 'A --- B' per line; "
+                             "without it episodes run unscored (no ground truth)")
+    parser.add_argument("--anonymize", action="store_true",
+                        help="with --dataset: rename the columns X1..Xd in random order")
+    parser.add_argument("--no-standardize", action="store_true",
+                        help="with --dataset: keep the values as given (default: standardize)")
     parser.add_argument("--split", choices=["dev", "test"], default="test",
                         help="instances of the dev (0-99) or test (0-31) split (default test; "
                              "sealed by $HEURESIS_TEST_SALT when it is set)")
@@ -70,8 +82,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true",
                         help="accept a config that differs from the one stored in RUN_DIR "
                              "(finished episodes are kept)")
-    parser.add_argument("--d", type=int, default=10, help="variables per instance (default 10)")
-    parser.add_argument("--n", type=int, default=600, help="rows per instance (default 600)")
+    parser.add_argument("--d", type=int, default=None,
+                        help="variables per instance (default 10; a structure's or table's own)")
+    parser.add_argument("--n", type=int, default=None,
+                        help="rows per instance (default 600; a table's own)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
@@ -81,13 +95,21 @@ def run(args: argparse.Namespace) -> int:
                                token_budget_per_turn=args.token_budget,
                                prompt_level=args.prompt_level, target=args.target,
                                guided=args.guided, toolbox=args.toolbox)
+    from heuresis_env.errors import HeuresisError
+
     families = "all" if args.family == "all" else [
         name.strip() for name in args.family.split(",") if name.strip()]
+    datasets = []
+    if args.dataset is not None:
+        datasets.append({"path": args.dataset, "graph": args.graph,
+                         "anonymize": args.anonymize, "standardize": not args.no_standardize})
+    elif args.graph is not None or args.anonymize or args.no_standardize:
+        raise HeuresisError("--graph, --anonymize and --no-standardize go with --dataset")
     summary = evaluate(args.policy, families=families, split=args.split, count=args.count,
                        settings=settings, repeats=args.repeats, workers=args.workers,
                        backend=args.backend, address=args.address, out_dir=args.out,
                        policy_options=parse_policy_options(args.policy_option),
                        force=args.force, d=args.d, n=args.n, progress=not args.no_progress,
-                       task=args.task, name_mode=args.names)
+                       task=args.task, name_mode=args.names, datasets=datasets)
     print(summary.to_text())
     return 0

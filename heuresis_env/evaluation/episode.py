@@ -25,6 +25,8 @@ import gymnasium as gym
 from heuresis_env.env.core import HeuresisEnv
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evaluation.policies import make_policy
+from heuresis_env.generation.datasets import register_from_details
+from heuresis_env.generation.instances import get_source
 from heuresis_env.policy import EpisodeSettings, Policy
 from heuresis_env.registration import env_id, register_envs
 
@@ -56,11 +58,13 @@ class RunSpec:
     policy: str
     policy_options: dict[str, Any]
     settings: EpisodeSettings
-    d: int
-    n: int
+    d: int | None  # None: each family's own size (a structure's d, a table's d and n)
+    n: int | None
     salt: str | None = field(default=None, repr=False)
     task: str = "graph"
     name_mode: str = "anonymous"
+    #: CSV tables the run plays (``datasets.dataset_details``), registered in every worker
+    datasets: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass
@@ -108,7 +112,7 @@ def _wall_guard(deadline: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def environment_kwargs(settings: EpisodeSettings, split: str, d: int, n: int,
+def environment_kwargs(settings: EpisodeSettings, split: str, d: int | None, n: int | None,
                        interface: str, task: str = "graph",
                        name_mode: str = "anonymous") -> dict[str, Any]:
     """The environment's keyword arguments: all from the run's settings, none from a policy."""
@@ -173,6 +177,10 @@ class EpisodeRunner:
     def __init__(self, spec: RunSpec, worker: str, policy: Policy | None = None):
         self.spec = spec
         self.worker = worker
+        for details in spec.datasets:  # a spawned worker or Ray actor starts without them
+            source = get_source(details["name"])
+            if source is None or source.details.get("sha256") != details.get("sha256"):
+                register_from_details(details)
         self.policy = policy if policy is not None else make_policy(spec.policy,
                                                                      spec.policy_options)
         if self.policy.interface not in ("text", "rl"):
@@ -231,6 +239,7 @@ class EpisodeRunner:
                 "family": task.family, "split": task.split, "index": task.index,
                 "repeat": task.repeat, "instance_sha256": base.instance_sha256,
                 "scores": dict(final["scores"]), "steps": int(final["steps_used"]),
+                "ground_truth": bool(final.get("ground_truth", True)),
                 "terminated": terminated, "truncated": truncated,
                 "finished": terminated and not truncated, "termination_reason": reason,
                 "wall_seconds": wall_seconds, **usage_fields(usage),

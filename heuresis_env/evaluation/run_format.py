@@ -24,7 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from heuresis_env.errors import HeuresisError, RunFormatError
-from heuresis_env.generation.instances import TEST_SALT_ENV, Instance, InstanceKey, cached_instance
+from heuresis_env.generation.datasets import register_from_details
+from heuresis_env.generation.instances import (
+    TEST_SALT_ENV,
+    Instance,
+    InstanceKey,
+    cached_instance,
+    get_source,
+)
 from heuresis_env.seeding import text_seed
 
 #: version of the run directory format written here
@@ -126,6 +133,7 @@ class EpisodeRecord:
     worker: str | None = None
     task: str = "graph"
     question: Mapping[str, Any] | None = None
+    ground_truth: bool = True  # False on a data table given without a graph (unscored)
 
     @property
     def instance(self) -> InstanceId:
@@ -286,6 +294,7 @@ def _episode(run_path: Path, record: Any, where: str, task: str = "graph") -> Ep
             worker=None if record.get("worker") is None else str(record["worker"]),
             task=task,
             question=question if isinstance(question, dict) else None,
+            ground_truth=bool(record.get("ground_truth", True)),
         )
     except (TypeError, ValueError) as exc:
         raise RunFormatError(f"{where}: a field has the wrong type ({exc})") from None
@@ -379,6 +388,11 @@ def regenerate_instance(run: RunDirectory, instance: InstanceId, expected_sha256
                         ) -> Instance:
     """The instance an episode ran on, regenerated from the config's key and checked against
     the recorded data hash."""
+    for details in run.config.get("datasets") or ():  # CSV tables the run played
+        if details.get("name") == instance[0]:
+            source = get_source(instance[0])
+            if source is None or source.details.get("sha256") != details.get("sha256"):
+                register_from_details(details)
     key = InstanceKey.from_dict(run.instance_key(instance))
     generated = cached_instance(key, salt=run_salt(run))
     if generated.sha256 != expected_sha256:

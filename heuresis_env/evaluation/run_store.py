@@ -70,16 +70,21 @@ def code_version() -> str:
 
 
 def build_config(*, policy: str, policy_options: Mapping[str, Any], settings: Mapping[str, Any],
-                 split: str, families: Sequence[str], count: int, repeats: int, d: int, n: int,
-                 instance_keys: Sequence[Mapping[str, Any]], salt: str | None) -> dict[str, Any]:
-    """The config of a run, in the run directory format."""
+                 split: str, families: Sequence[str], count: int, repeats: int,
+                 d: int | None, n: int | None, instance_keys: Sequence[Mapping[str, Any]],
+                 salt: str | None, datasets: Sequence[Mapping[str, Any]] = ()
+                 ) -> dict[str, Any]:
+    """The config of a run, in the run directory format (``d``/``n`` None: each family's own
+    size; ``datasets``: the CSV tables played, for workers and reports to read again)."""
     keys = sorted((dict(k) for k in instance_keys),
                   key=lambda k: (k["family"], k["split"], k["index"]))
     return {
         "format_version": RUN_FORMAT_VERSION,
         "policy": policy, "policy_options": dict(policy_options), "settings": dict(settings),
         "split": split, "families": list(families), "count": int(count),
-        "repeats": int(repeats), "d": int(d), "n": int(n), "instance_keys": keys,
+        "repeats": int(repeats), "d": None if d is None else int(d),
+        "n": None if n is None else int(n), "instance_keys": keys,
+        **({"datasets": [dict(t) for t in datasets]} if datasets else {}),
         "salt_digest": salt_digest(salt),
         "package_versions": package_versions(), "code_version": code_version(),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

@@ -46,8 +46,16 @@ from heuresis_env.evaluation.run_format import (
 )
 from heuresis_env.evaluation.run_store import RunStore, build_config
 from heuresis_env.evaluation.summary import RunSummary, summarize_family
-from heuresis_env.generation.families import available_families
-from heuresis_env.generation.instances import SPLIT_SIZES, InstanceKey, resolve_salt
+from heuresis_env.generation.datasets import register_dataset
+from heuresis_env.generation.families import FAMILY_GROUPS, available_families, expand_families
+from heuresis_env.generation.instances import (
+    SPLIT_SIZES,
+    InstanceKey,
+    available_sources,
+    get_source,
+    resolve_salt,
+    split_size,
+)
 from heuresis_env.policy import EpisodeSettings
 from heuresis_env.questions import NAME_MODES, question_set
 from heuresis_env.registration import TASKS
@@ -107,17 +115,21 @@ def _check_policy_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def _resolve_families(families: str | Iterable[str]) -> list[str]:
-
-    known = available_families()
-    if isinstance(families, str):
-        families = known if families == "all" else [families]
-    chosen = list(dict.fromkeys(families))
+    """Family and data-set names, with the groups ``all`` and ``bnlearn`` expanded."""
+    names = [families] if isinstance(families, str) else list(families)
+    chosen: list[str] = []
+    for name in names:
+        if get_source(name) is not None:
+            chosen.append(name)
+        elif name in FAMILY_GROUPS or name in available_families():
+            chosen += expand_families(name)
+        else:
+            raise UnknownNameError("family or data set", name, [
+                *available_families(), *available_sources(), *FAMILY_GROUPS])
     if not chosen:
-        raise HeuresisError(f"give at least one family (or 'all'); known: {', '.join(known)}")
-    for family in chosen:
-        if family not in known:
-            raise UnknownNameError("family", family, [*known, "all"])
-    return chosen
+        raise HeuresisError(f"give at least one family (or 'all'); known: "
+                            f"{', '.join(available_families())}")
+    return list(dict.fromkeys(chosen))
 
 
 def _policy_search_path(spec: str) -> str | None:
@@ -145,9 +157,10 @@ def evaluate(policy_spec: str, families: str | Iterable[str] = "all", split: str
              count: int | None = None, settings: EpisodeSettings | Mapping[str, Any] | None = None,
              repeats: int = 1, workers: int = 1, backend: str = "local",
              out_dir: str | os.PathLike = "runs/run", policy_options: Mapping[str, Any] | None = None,
-             force: bool = False, d: int = 10, n: int = 600, salt: str | None = None,
-             progress: bool = True, address: str | None = None, task: str = "graph",
-             name_mode: str = "anonymous") -> RunSummary:
+             force: bool = False, d: int | None = None, n: int | None = None,
+             salt: str | None = None, progress: bool = True, address: str | None = None,
+             task: str = "graph", name_mode: str = "anonymous",
+             datasets: Iterable[Mapping[str, Any]] = ()) -> RunSummary:
     """Run ``policy_spec`` on ``count`` instances of each family × ``repeats`` into ``out_dir``.
 
     Finished episodes already in ``out_dir`` are skipped (resume); a different config there is
@@ -157,13 +170,24 @@ def evaluate(policy_spec: str, families: str | Iterable[str] = "all", split: str
     ``task="qa"`` runs question episodes instead: ``count`` questions of each family's question
     set of the split (default: all), under ``name_mode`` column names ("anonymous" or
     "decoy"); the summary's score is then the share of correct answers.
+
+    ``d`` and ``n`` left as None take each family's size (10 and 600, a structure's d, a
+    table's own). ``datasets`` are CSV tables to play (``{"path", "graph", "anonymize",
+    "standardize", "name"}``): each is registered, added to ``families`` and recorded in the
+    config, so workers and reports can read it again.
     """
     started = time.perf_counter()
     if split not in SPLIT_SIZES:
         raise UnknownNameError("split", split, SPLIT_SIZES)
     if backend not in BACKENDS:
         raise UnknownNameError("backend", backend, BACKENDS)
-    chosen = _resolve_families(families)
+    tables = [register_dataset(t["path"], t.get("graph"), anonymize=bool(t.get("anonymize")),
+                               standardize=bool(t.get("standardize", True)), name=t.get("name"))
+              for t in datasets]
+    if tables and families == "all":
+        families = []
+    chosen = _resolve_families([*([families] if isinstance(families, str) else families),
+                                *(t.name for t in tables)])
     size = SPLIT_SIZES[split]
     repeats = _check_int("repeats", repeats, 1)
     workers = _check_int("workers", workers, 1)
@@ -180,15 +204,18 @@ def evaluate(policy_spec: str, families: str | Iterable[str] = "all", split: str
     _check_environment(settings, split, chosen[0], d, n, task, name_mode)
     factory = resolve_policy_factory(policy_spec)
     check_policy_options(policy_spec, factory, policy_options)
+    table_details = tuple(dict(t.details) for t in tables)
     spec = RunSpec(policy=policy_spec, policy_options=policy_options, settings=settings,
-                   d=d, n=n, salt=salt, task=task, name_mode=name_mode)
+                   d=d, n=n, salt=salt, task=task, name_mode=name_mode,
+                   datasets=table_details)
     if task == "graph":
         count = size if count is None else _check_int("count", count, 1, size)
-        keys = [InstanceKey(family, split, index, d=d, n=n)
-                for family in chosen for index in range(count)]
-        tasks = [EpisodeTask(episode_id(family, split, index, repeat), family, split, index,
-                             repeat, episode_seed(episode_id(family, split, index, repeat)))
-                 for index in range(count) for family in chosen for repeat in range(repeats)]
+        keys = [InstanceKey(family, split, index, d=d, n=n) for family in chosen
+                for index in range(min(count, split_size(family, split)))]
+        tasks = [EpisodeTask(episode_id(k.family, split, k.index, repeat), k.family, split,
+                             k.index, repeat,
+                             episode_seed(episode_id(k.family, split, k.index, repeat)))
+                 for k in sorted(keys, key=lambda k: k.index) for repeat in range(repeats)]
         question_fields: dict[str, Any] = {}
     else:
         tasks, keys, question_fields = _question_tasks(chosen, split, count, repeats, d, n,
@@ -196,8 +223,9 @@ def evaluate(policy_spec: str, families: str | Iterable[str] = "all", split: str
         count = question_fields["questions"]["count"]
     config = build_config(policy=policy_spec, policy_options=policy_options,
                           settings=settings.to_dict(), split=split, families=chosen,
-                          count=count, repeats=repeats, d=spec.d, n=spec.n,
-                          instance_keys=[k.to_dict() for k in keys], salt=salt)
+                          count=count, repeats=repeats, d=d, n=n,
+                          instance_keys=[k.to_dict() for k in keys], salt=salt,
+                          datasets=table_details)
     config.update(question_fields)
     store = RunStore(out_dir)
     with store.lock():
@@ -246,8 +274,9 @@ def _question_tasks(families: Sequence[str], split: str, count: int | None, repe
     return tasks, keys, fields
 
 
-def _check_environment(settings: EpisodeSettings, split: str, family: str, d: int, n: int,
-                       task: str = "graph", name_mode: str = "anonymous") -> None:
+def _check_environment(settings: EpisodeSettings, split: str, family: str, d: int | None,
+                       n: int | None, task: str = "graph",
+                       name_mode: str = "anonymous") -> None:
     """Build (not reset) one environment so that bad settings fail before any episode runs."""
     env = HeuresisEnv(family=family, **environment_kwargs(settings, split, d, n, "text",
                                                           task, name_mode))

@@ -24,6 +24,7 @@ class FamilySummary:
     errors: int
     mean_f1: float
     mean_f1_finished: float
+    unscored: int = 0  # episodes on a data table without a true graph (scores None)
 
     @property
     def truncation_rate(self) -> float:
@@ -59,14 +60,21 @@ class RunSummary:
         for difference in self.accepted_differences:
             lines.append(f"  config changed under --force: {difference}")
         label = "acc." if self.score_label == "accuracy" else self.score_label
-        lines.append(f"{'family':<10} {'episodes':>8} {label + ' all':>7} {label + ' fin.':>7} "
+        width = max([10, *(len(row.family) + 1 for row in self.families)])
+        lines.append(f"{'family':<{width}} {'episodes':>8} {label + ' all':>7} "
+                     f"{label + ' fin.':>7} "
                      f"{'finished':>8} {'truncated':>9} {'errors':>6}")
         for row in [*self.families, self.overall]:
             rate = ("  -" if math.isnan(row.truncation_rate)
                     else f"{100 * row.truncation_rate:.0f}%")
-            lines.append(f"{row.family:<10} {row.episodes:>8} {f1(row.mean_f1):>7} "
+            note = ""
+            if row.unscored:
+                note = ("  no ground truth: graphs submitted, not scored"
+                        if row.unscored == row.episodes else
+                        f"  ({row.unscored} episodes without ground truth)")
+            lines.append(f"{row.family:<{width}} {row.episodes:>8} {f1(row.mean_f1):>7} "
                          f"{f1(row.mean_f1_finished):>7} {row.finished:>8} {rate:>9} "
-                         f"{row.errors:>6}")
+                         f"{row.errors:>6}{note}")
         return "\n".join(lines)
 
 
@@ -91,4 +99,5 @@ def summarize_family(family: str, records: Sequence[Mapping[str, Any]],
     return FamilySummary(family=family, episodes=len(records), finished=len(finished),
                          truncated=sum(bool(r.get("truncated")) for r in records),
                          errors=sum(r.get("error") is not None for r in records),
-                         mean_f1=_mean(f1), mean_f1_finished=_mean(finished))
+                         mean_f1=_mean(f1), mean_f1_finished=_mean(finished),
+                         unscored=sum(r.get("ground_truth") is False for r in records))

@@ -21,6 +21,7 @@ from heuresis_env.generation.datasets import (
 )
 from heuresis_env.generation.families import (
     BENCHMARK_FAMILIES,
+    FAMILY_GROUPS,
     STRUCTURE_FAMILIES,
     FamilySpec,
     MechanismEntry,
@@ -65,7 +66,7 @@ from heuresis_env.generation.sortability import r2_sortability, varsortability
 from heuresis_env.generation.structures import BNLEARN_NETWORKS, Structure, bnlearn_structure
 
 __all__ = [
-    "BENCHMARK_FAMILIES", "BNLEARN_NETWORKS", "GENERATOR_VERSION", "GRAPH_MODELS", "SCM",
+    "BENCHMARK_FAMILIES", "BNLEARN_NETWORKS", "FAMILY_GROUPS", "GENERATOR_VERSION", "GRAPH_MODELS", "SCM",
     "SPLIT_SIZES", "STRUCTURE_FAMILIES", "TEST_SALT_ENV", "DatasetError", "FamilySpec",
     "HiddenRecord", "Instance", "InstanceKey", "InstanceSource", "MechanismEntry",
     "MechanismKind", "NoGroundTruthError", "NoSCMError", "NodeMechanism", "Structure",

@@ -189,6 +189,12 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
     if not loaded.runs:
         return _question_report(loaded, out, settings, started)
     warnings = list(loaded.warnings)
+    unscored = sorted({e.family for run in loaded.runs for e in run.episodes
+                       if not e.ground_truth})
+    if unscored:
+        warnings.append(f"no ground truth for {', '.join(unscored)} (data tables given without "
+                        "a graph): their episodes ran and submitted graphs (in each run's "
+                        "results.jsonl), but have no scores, so their cells are empty")
     families = loaded.families()
     with_all = tables.families_with_all(families)
 
@@ -324,7 +330,7 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
     else:
         document.add(Paragraph("The signal study runs on request: heuresis report … "
                                "--deletion-signals FAMILY[/SPLIT]:COUNT."))
-    n_rows = int(loaded.runs[0].config.get("n", 600))
+    n_rows = int(loaded.runs[0].config.get("n") or 600)
     rows = proposition_simulation(
         n=n_rows, kept_per_class=proposition_kept,
         rng=np.random.default_rng(tables.comparison_seed(seed, "proposition")))

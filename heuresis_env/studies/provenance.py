@@ -122,13 +122,16 @@ class EpisodeProvenance:
 
 
 def episode_provenance(run: RunDirectory, episode: EpisodeRecord) -> EpisodeProvenance | None:
-    """Provenance of one episode, or None when it has no trace or no final graph."""
+    """Provenance of one episode, or None when it has no trace, no final graph or no true
+    graph (a data table given without one)."""
 
     if episode.trace_path is None or not episode.trace_path.is_file() or not episode.final_graph:
         return None
     instance = regenerate_instance(run, episode.instance, episode.instance_sha256)
     names = instance.names
     true_dag = instance.record.dag
+    if true_dag is None:  # a data table without a graph: nothing to tell true edges by
+        return None
     final = Graph.from_dict(dict(episode.final_graph))
     if set(final.names) != set(names):
         raise HeuresisError(f"{run.path}: the final graph of {episode.episode_id} is over "

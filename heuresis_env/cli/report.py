@@ -36,6 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--viewer", metavar="VIEWER_DIR", default=None,
                         help="a trace viewer site ('heuresis view --out VIEWER_DIR') of the same "
                              "runs: the tables' cells then link to its episodes")
+    parser.add_argument("--probe", action="append", default=[], metavar="PROBE_DIR",
+                        help="add the name-only probe's table from a directory written by "
+                             "'heuresis probe --out'; repeatable")
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
@@ -57,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
                            deletion_signals=args.deletion_signals, n_resamples=args.bootstrap,
                            seed=args.seed, trace_analysis=not args.no_traces,
                            progress=not args.no_progress and sys.stderr.isatty(),
-                           viewer=viewer)
+                           viewer=viewer, probe_dirs=args.probe)
     for warning in summary.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     print(summary.headline)

@@ -364,8 +364,25 @@ register_source(InstanceSource(
     "standardized; scored against the 17-arc consensus graph"))
 
 
+
+
+# ---- the Tübingen cause-effect pairs (names and truth only) -------------------------------------
+
+def tuebingen_pairs(usable_only: bool = True) -> list[dict[str, str]]:
+    """The pairs of the Tübingen cause-effect database v1.0: ``pair``, ``var1``, ``var2``,
+    ``truth`` (``->``: var1 causes var2; ``<-``: var2 causes var1), ``dataset``, ``status``.
+
+    ``usable_only`` keeps the 99 pairs with two different descriptions and a ground truth
+    (status ``ok``); the others are multivariate, without truth, or share one description.
+    """
+    path = resources.files("heuresis_env") / "data" / "tuebingen" / "pairs.tsv"
+    rows = list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8")), delimiter="\t"))
+    return [r for r in rows if r["status"] == "ok"] if usable_only else rows
+
+
 __all__: Sequence[str] = (
     "DatasetError", "check_table", "dataset_details", "dataset_instance", "dataset_name",
     "load_dataset", "public_description", "read_graph", "read_table", "register_dataset",
     "register_from_details", "register_instance", "sachs_consensus_graph", "sachs_table",
+    "tuebingen_pairs",
 )

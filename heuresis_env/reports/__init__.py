@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from heuresis_env.evaluation.run_format import load_run
 from heuresis_env.reports.build import ReportSummary, build_report
-from heuresis_env.reports.loading import load_runs
+from heuresis_env.reports.loading import PROBE_FILE, PROBE_FORMAT_VERSION, load_probe, load_runs
 
-__all__ = ["ReportSummary", "build_report", "load_run", "load_runs"]
+__all__ = ["PROBE_FILE", "PROBE_FORMAT_VERSION", "ReportSummary", "build_report", "load_probe",
+           "load_run", "load_runs"]

@@ -37,6 +37,7 @@ from heuresis_env.reports.loading import (
     PC_KCI,
     Arm,
     LoadedRuns,
+    load_probe,
     load_runs,
     reference_arm,
     run_names,
@@ -167,7 +168,8 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
                  allow_mixed: bool = False, deletion_signals: Sequence[str] = (),
                  n_resamples: int = 10_000, confidence: float = 0.95, seed: int = 0,
                  trace_analysis: bool = True, proposition_kept: int = 2000,
-                 progress: bool = False, viewer: str | None = None) -> ReportSummary:
+                 progress: bool = False, viewer: str | None = None,
+                 probe_dirs: Sequence[str | os.PathLike] = ()) -> ReportSummary:
     """Write the report of ``run_dirs`` into ``out_dir`` and return what was written.
 
     ``allow_mixed`` accepts runs with different budgets in one table (labels then show the
@@ -179,6 +181,8 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
     (:mod:`heuresis_env.reports.questions`); given alone, they make the whole report.
     ``viewer`` is the URL of the trace viewer's ``index.html`` (relative to ``out_dir``, e.g.
     ``../viewer/index.html``): the tables' cells then link to the episodes behind them.
+    ``probe_dirs`` (written by ``heuresis probe``) add the name-only probe's
+    table.
     """
     started = time.perf_counter()
     loaded = load_runs(run_dirs, allow_mixed=allow_mixed)
@@ -340,6 +344,21 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
     document.add(FigureBlock(path, "The proposition: the AUC of a ranker that sees only the "
                                    "recorded p-value tends to ½ as the effect size (power) "
                                    "vanishes, inside ½ ± ½·sup|Λ − 1|."))
+
+    for number, directory in enumerate(probe_dirs):
+        probe = load_probe(directory)
+        document.add(Heading("Name-only probe"))
+        document.add(Paragraph(
+            f"The model {probe['backend']} `{probe['model']}` saw only variable names, no data "
+            f"(seed {probe['seed']}; {directory}). Networks: adjacency F1 of its edge list and "
+            "orientation accuracy (of the true edges it joined, the share oriented the true "
+            "way); Tübingen pairs: accuracy with a 95% Wilson interval. Controls: names "
+            "replaced by indices in random order, and Heuresis instances whose variables never "
+            "had names."))
+        table = Table(f"probe_{number}", "Name-only probe", list(probe["table"]["columns"]))
+        for row in probe["table"]["rows"]:
+            table.add(row)
+        document.add(TableBlock(table))
 
     if warnings:
         document.blocks.insert(warnings_position, Section(

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from heuresis_env.errors import HeuresisError, UnknownNameError
+from heuresis_env.errors import HeuresisError, RunFormatError, UnknownNameError
 from heuresis_env.evaluation.run_format import (
     EpisodeRecord,
     InstanceId,
@@ -343,3 +343,27 @@ def load_runs(paths: Sequence[str | os.PathLike], allow_mixed: bool = False) -> 
             warnings += check_compatible(group, allow_mixed)
     arms = build_arms(runs) if runs else []
     return LoadedRuns(runs, arms, warnings, question_runs)
+
+
+# ---- the name-only probe's output (``heuresis probe --out DIR``) --------------------------------
+
+PROBE_FILE = "probe.json"
+PROBE_FORMAT_VERSION = 1
+
+
+def load_probe(directory: str | os.PathLike) -> dict[str, Any]:
+    """The ``probe.json`` a name-only probe wrote into ``directory``, checked for its table."""
+    path = Path(directory) / PROBE_FILE
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RunFormatError(f"{directory} has no {PROBE_FILE}; pass the directory that "
+                             "'heuresis probe --out' wrote") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RunFormatError(f"{path} is not JSON ({exc})") from None
+    if not isinstance(document, dict) or document.get("format_version") != PROBE_FORMAT_VERSION:
+        raise RunFormatError(f"{path} is not a probe file of format {PROBE_FORMAT_VERSION}")
+    table = document.get("table")
+    if not isinstance(table, dict) or not isinstance(table.get("rows"), list):
+        raise RunFormatError(f"{path} has no table")
+    return document

@@ -258,7 +258,8 @@ def public_description(instance: Instance) -> str:
     return " ".join(parts)
 
 
-def load_dataset(path: str | os.PathLike, graph: str | os.PathLike | Graph | None = None, *,
+def load_dataset(path: str | os.PathLike,
+                 graph: str | os.PathLike | Iterable[str] | Graph | None = None, *,
                  anonymize: bool = False, standardize: bool = True, name: str | None = None
                  ) -> Instance:
     """A CSV file (header row of column names) as an instance, with an optional edge-list graph
@@ -266,7 +267,7 @@ def load_dataset(path: str | os.PathLike, graph: str | os.PathLike | Graph | Non
     X, names = read_table(path)
     path = Path(path)
     details = {"path": str(path.resolve()), "file_sha256": _file_sha256(path)}
-    if graph is not None and not isinstance(graph, Graph):
+    if isinstance(graph, str | os.PathLike):
         details["graph_path"] = str(Path(graph).resolve())
     return dataset_instance(X, names, graph, name=name or dataset_name(path),
                             anonymize=anonymize, standardize=standardize, details=details)

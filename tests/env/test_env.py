@@ -20,7 +20,12 @@ from heuresis_env.generation.instances import HiddenRecord, Instance, InstanceKe
 from heuresis_env.generation.scm import SCM
 from heuresis_env.graphs import Graph
 from heuresis_env.metrics import score_graph
-from heuresis_env.registration import REGISTERED_FAMILIES, env_id, register_envs
+from heuresis_env.registration import (
+    REGISTERED_FAMILIES,
+    REGISTERED_STRUCTURES,
+    env_id,
+    register_envs,
+)
 
 register_envs()
 SMALL = {"d": 5, "n": 200, "indices": [0]}
@@ -43,7 +48,8 @@ def test_check_env_on_every_registered_id(family):
 
 def test_registration_uses_string_entry_points():
     ids = register_envs()
-    assert ids == [f"Heuresis-{f}-v0" for f in REGISTERED_FAMILIES] + [
+    assert ids == [f"Heuresis-{f}-v0" for f in (*REGISTERED_FAMILIES, *REGISTERED_STRUCTURES,
+                                                "sachs", "dataset")] + [
         f"Heuresis-qa-{f}-v0" for f in REGISTERED_FAMILIES]
     for name in ids:
         assert gym.registry[name].entry_point == "heuresis_env.env.core:HeuresisEnv"

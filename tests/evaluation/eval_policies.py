@@ -34,7 +34,7 @@ class FisherSkeleton(Policy):
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
         d = observation["working_graph"].shape[0]
-        self.names = [f"X{i + 1}" for i in range(d)]
+        self.names = list(info.get("names") or [f"X{i + 1}" for i in range(d)])
         self.to_test = list(itertools.combinations(self.names, 2))
         self.dependent: list[tuple[str, str]] = []
         self.pending: tuple[str, str] | None = None

@@ -36,7 +36,7 @@ SETTINGS = EpisodeSettings(max_steps=20, max_seconds=60.0)
 RESULT_FIELDS = {"episode_id", "policy", "family", "split", "index", "repeat",
                  "instance_sha256", "scores", "steps", "terminated", "truncated", "finished",
                  "termination_reason", "wall_seconds", "tokens", "cost_usd", "api_retries",
-                 "final_graph", "trace", "transcript", "error", "worker"}
+                 "final_graph", "trace", "transcript", "error", "worker", "ground_truth"}
 SCORE_FIELDS = {"f1", "precision", "recall", "shd", "nshd", "shd_cpdag", "n_edges"}
 CONFIG_FIELDS = {"format_version", "policy", "policy_options", "settings", "split", "families",
                  "count", "repeats", "d", "n", "instance_keys", "salt_digest",

@@ -64,7 +64,7 @@ def describe(instance, reveal: bool = False, as_json: bool = False) -> str:
     import json
 
     key = instance.key
-    adjacency = instance.record.dag.directed_adjacency()
+    record = instance.record
     lines = [
         f"key:      {key}",
         f"file:     {key.slug}",
@@ -74,20 +74,32 @@ def describe(instance, reveal: bool = False, as_json: bool = False) -> str:
         "",
         *_column_table(instance),
         "",
-        "sortability (computed against the hidden DAG; 0.5 = chance):",
-        f"  varsortability   {varsortability(instance.X, adjacency):.3f}",
-        f"  R²-sortability   {r2_sortability(instance.X, adjacency):.3f}",
     ]
+    if record.dag is not None and record.dag.graph_type() == "dag":
+        adjacency = record.dag.directed_adjacency()
+        lines += ["sortability (computed against the hidden DAG; 0.5 = chance):",
+                  f"  varsortability   {varsortability(instance.X, adjacency):.3f}",
+                  f"  R²-sortability   {r2_sortability(instance.X, adjacency):.3f}"]
+    elif record.dag is None:
+        lines.append("no ground truth: a data table given without a graph")
     if not reveal:
         lines += ["", "hidden record: not shown (use --reveal)"]
         return "\n".join(lines)
-    record = instance.record
-    lines += ["", f"hidden record — graph model {record.graph_model}, "
-                  f"{record.dag.n_edges()} edges",
-              "true DAG:", *("  " + line for line in record.dag.to_text().splitlines()),
-              "CPDAG:", *("  " + line for line in record.cpdag.to_text().splitlines()),
-              "mechanisms:"]
-    for name in instance.names:
+    if record.dag is not None:
+        lines += ["", f"hidden record — graph model {record.graph_model}, "
+                      f"{record.dag.n_edges()} edges",
+                  "true graph:", *("  " + line for line in record.dag.to_text().splitlines()),
+                  "CPDAG:", *("  " + line for line in record.cpdag.to_text().splitlines())]
+    if record.source:
+        columns = record.source.get("columns", {})
+        lines += ["", "data table: " + ("standardized" if record.source.get("standardized")
+                                        else "values as given") +
+                  (", anonymized" if record.source.get("anonymized") else ""),
+                  *(f"  {name} = {original}" for name, original in columns.items()
+                    if name != original)]
+    if record.mechanisms:
+        lines.append("mechanisms:")
+    for name in (n for n in instance.names if n in record.mechanisms):
         mechanism = record.mechanisms[name]
         parents = ", ".join(mechanism["parents"]) or "—"
         lines.append(f"  {name:<5} {mechanism['kind']:<21} noise={mechanism['noise']:<8} "

@@ -16,11 +16,13 @@ import time
 from pathlib import Path
 
 from baselines.family_table import compute_family_table, format_family_table
+from baselines.oracle import ideal_oracle
 from baselines.reference import REFERENCE_ALGORITHMS, reference_record
 from baselines.structure_table import compute_suite_table, format_suite_table
 from heuresis_env.discovery import get_algorithm
 from heuresis_env.errors import HeuresisError
 from heuresis_env.generation import FAMILY_GROUPS, SPLIT_SIZES, expand_families, load_dataset
+from heuresis_env.metrics import score_graph
 
 HELP = "Reference results per family: algorithms, BCA, oracle, merge*, headrooms."
 
@@ -175,6 +177,13 @@ def run_dataset(args: argparse.Namespace) -> int:
         rows.append({"algorithm": name, "scores": record.scores,
                      "edges": result.graph.to_text() if result.ok else None,
                      "error": result.error})
+    if truth is not None and "pc-kci" in algorithms and reference_record(instance, "pc-kci").ok:
+        scores = score_graph(ideal_oracle(instance), truth)
+        print(f"  {'oracle':<16}{scores['n_edges']:>6}{scores['f1']:>8.3f}"
+              f"{scores['precision']:>11.3f}{scores['recall']:>8.3f}"
+              + (f"{int(scores['shd']):>6}" if scores["shd"] == scores["shd"] else f"{'-':>6}")
+              + "  (PC-KCI + wrongly deleted true edges)")
+        rows.append({"algorithm": "oracle", "scores": scores, "edges": None, "error": None})
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"dataset": str(args.dataset),

@@ -29,8 +29,8 @@ HELP = "Reference results per family: algorithms, BCA, oracle, merge*, headrooms
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--family", default="all",
-                        help="a family name, several joined by commas, 'all' (the six of "
-                             "Table 2, default) or 'bnlearn' (the seven structures)")
+                        help="a family name, several joined by commas, 'all' (the six "
+                             "benchmark families, default) or 'bnlearn' (the seven structures)")
     parser.add_argument("--suite", choices=sorted(set(FAMILY_GROUPS) - {"all"}), default=None,
                         help="bnlearn: the BNLearn table (PC-Fisher-z, PC-KCI, GES, oracle, "
                              "GES's share of the oracle's gain); --count instances each "

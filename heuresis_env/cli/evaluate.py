@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--family", default="all",
                         help="a family name (lg, anm, hetero, wild, mixed, gauntlet, "
                              "bnlearn-alarm, sachs, or any registered one), several joined by "
-                             "commas, 'all' (the six of Table 2; default) or 'bnlearn' (the "
+                             "commas, 'all' (the six benchmark families; default) or 'bnlearn' (the "
                              "seven BNLearn structures)")
     parser.add_argument("--dataset", default=None, metavar="CSV",
                         help="play your own table: a CSV with a header row of column names "

@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--family", required=True,
                         help="a family name (lg, anm, hetero, wild, mixed, gauntlet, bnlearn-alarm, "
                              "or any registered one), several joined by commas, 'all' (the "
-                             "six of Table 2) or 'bnlearn' (the seven BNLearn structures)")
+                             "six benchmark families) or 'bnlearn' (the seven BNLearn structures)")
     parser.add_argument("--split", required=True, choices=["dev", "test"],
                         help="dev (indices 0-99) or test (0-31); the test split is sealed by "
                              "the secret in $HEURESIS_TEST_SALT when it is set")

@@ -175,7 +175,7 @@ def available_families() -> list[str]:
     return list(FAMILIES)
 
 
-#: the six mechanism families of the spec's Table 2 (what ``--family all`` means)
+#: the six mechanism families of ``docs/families.md`` (what ``--family all`` means)
 BENCHMARK_FAMILIES = ("lg", "anm", "hetero", "wild", "mixed", "gauntlet")
 #: the family names of the seven BNLearn structures (``--family bnlearn`` / ``--suite bnlearn``)
 STRUCTURE_FAMILIES = tuple(bnlearn_family(network) for network in BNLEARN_NETWORKS)
@@ -185,7 +185,7 @@ FAMILY_GROUPS: dict[str, tuple[str, ...]] = {"all": BENCHMARK_FAMILIES,
 
 
 def expand_families(names: str | Sequence[str]) -> list[str]:
-    """Family names with the groups ``all`` (the six of Table 2) and ``bnlearn`` (the seven
+    """Family names with the groups ``all`` (the six benchmark families) and ``bnlearn`` (the seven
     structures) expanded, each checked; an unknown name lists the known ones."""
     names = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
     chosen: list[str] = []

@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 import numpy as np
 
 from heuresis_env.errors import HeuresisError
-from heuresis_env.generation.families import available_families
+from heuresis_env.generation.families import expand_families
 from heuresis_env.generation.instances import InstanceKey, generate_instance, resolve_salt
 from heuresis_env.metrics import BootstrapResult
 from heuresis_env.reports import figures, tables
@@ -129,11 +129,11 @@ def _signal_instances(requests: Sequence[str], loaded: LoadedRuns) -> list:
     """The instances of every ``FAMILY[/SPLIT]:COUNT`` request, with the runs' size."""
 
     first = loaded.runs[0]
-    d, n = int(first.config.get("d", 10)), int(first.config.get("n", 600))
+    d, n = first.config.get("d", 10), first.config.get("n", 600)  # None: each family's own
     instances = []
     for request in requests:
         family, split, count = parse_signal_request(request)
-        families = available_families() if family == "all" else [family]
+        families = expand_families(family)
         if split == "test" and resolve_salt("test") is None and first.config.get("salt_digest"):
             raise HeuresisError("the runs used a sealed test split; set $HEURESIS_TEST_SALT "
                                 "to compute deletion signals on its instances")

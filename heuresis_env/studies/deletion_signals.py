@@ -36,7 +36,7 @@ from heuresis_env.discovery.orientation import orientation_probe
 from heuresis_env.discovery.pc import label_deletions
 from heuresis_env.errors import DataError, HeuresisError, UnknownNameError
 from heuresis_env.evidence import guided_start, pair_evidence
-from heuresis_env.generation.families import available_families, get_family
+from heuresis_env.generation.families import expand_families
 from heuresis_env.generation.instances import SPLIT_SIZES
 from heuresis_env.seeding import instance_rng
 
@@ -432,9 +432,7 @@ def parse_signal_request(text: str) -> tuple[str, str, int]:
                             f"'lg/test:5'; got {text!r}")
     family, _, split = head.partition("/")
     split = split or "dev"
-    families = available_families() if family == "all" else [family]
-    for name in families:
-        get_family(name)  # unknown names list the known ones
+    expand_families(family)  # 'all' and 'bnlearn' are groups; unknown names list the known
     if split not in SPLIT_SIZES:
 
         raise UnknownNameError("split", split, SPLIT_SIZES)

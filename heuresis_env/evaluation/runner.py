@@ -124,7 +124,7 @@ def _resolve_families(families: str | Iterable[str]) -> list[str]:
         elif name in FAMILY_GROUPS or name in available_families():
             chosen += expand_families(name)
         else:
-            raise UnknownNameError("family or data set", name, [
+            raise UnknownNameError("family", name, [
                 *available_families(), *available_sources(), *FAMILY_GROUPS])
     if not chosen:
         raise HeuresisError(f"give at least one family (or 'all'); known: "

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from heuresis_env.errors import HeuresisError, UnknownNameError
+from heuresis_env.generation.instances import NoSCMError, get_source
 from heuresis_env.questions import (
     KINDS,
     NAME_MODES,
@@ -35,6 +36,10 @@ class QuestionTask:
                  salt_holder: Callable[[], str | None] = lambda: None):
         if name_mode not in NAME_MODES:
             raise UnknownNameError("name mode", name_mode, NAME_MODES)
+        if get_source(family) is not None:
+            raise NoSCMError(f"question episodes need the structural causal model behind the "
+                             f"data (their answers come from its graph and from sampling under "
+                             f"do()); {family!r} is a data table, which has none")
         self.family, self.split, self.d, self.n = family, split, d, n
         self.graph_model, self.name_mode = graph_model, name_mode
         self.size = questions_per_kind(split) * len(KINDS)

@@ -353,7 +353,7 @@ class _Drawer:
         pairs = [(int(a), y) for y in range(self.d) for a in sorted(ancestors(dag, y))]
         if not pairs:
             return None
-        scm = instance.record.scm
+        scm = instance.record.require_scm("an average-effect question (sampling under do())")
         for _ in range(MAX_EFFECT_PROPOSALS):
             x, y = pairs[int(self.rng.integers(len(pairs)))]
             low, high = EFFECT_VALUES[int(self.rng.integers(len(EFFECT_VALUES)))]

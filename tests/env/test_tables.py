@@ -149,5 +149,5 @@ def test_what_needs_an_scm_says_why_a_table_has_none():
     """Question episodes answer from the hidden SCM; a data table has none, and says so."""
     with pytest.raises(HeuresisError, match="'sachs' is a data table, which has none"):
         gym.make(env_id("sachs"), task="qa")
-    with pytest.raises(HeuresisError, match="needs the structural causal model"):
+    with pytest.raises(HeuresisError, match="need the structural causal model"):
         gym.make(DATASET_ID, data=table(), names=list(SECRET), task="qa")

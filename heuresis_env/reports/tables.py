@@ -509,8 +509,7 @@ def repeats_table(loaded: LoadedRuns, settings: Settings,
                            str(reasons.count("step_budget")), str(reasons.count("wall_time")),
                            str(sum(bool(e.error) for e in episodes)),
                            str(sum(e.finished for e in episodes)),
-                           fmt(float(np.nanmean(all_f1)) if all_f1 else math.nan),
-                           fmt(float(np.nanmean(finished_f1)) if finished_f1 else math.nan),
+                           fmt(_finite_mean(all_f1)), fmt(_finite_mean(finished_f1)),
                            delta], values,
                           [link(arm, family) if link else None] + [None] * 10)
     table.notes.append("Step budget / wall time: episodes truncated by that budget; errors: "
@@ -603,3 +602,10 @@ def provenance_table(cells_by_arm: Sequence[Sequence[Any]], settings: Settings) 
         "in hindsight per policy and family (episodes with fewer outputs merge all of them); F1 "
         "merge* and F1 policy are over the episodes with at least one full-variable output.")
     return table
+
+
+def _finite_mean(values: Sequence[float]) -> float:
+    """Mean of the finite values; nan (without a warning) when there is none — e.g. the
+    episodes of a data table given without a graph, which have no F1."""
+    finite = [v for v in values if math.isfinite(v)]
+    return float(np.mean(finite)) if finite else math.nan

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from heuresis_env.errors import HeuresisError
 from heuresis_env.evaluation import evaluate
 from heuresis_env.evaluation.policies import parse_policy_options
 from heuresis_env.policy import EpisodeSettings
@@ -90,13 +91,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-
     settings = EpisodeSettings(max_steps=args.max_steps, max_seconds=args.max_seconds,
                                token_budget_per_turn=args.token_budget,
                                prompt_level=args.prompt_level, target=args.target,
                                guided=args.guided, toolbox=args.toolbox)
-    from heuresis_env.errors import HeuresisError
-
     families = "all" if args.family == "all" else [
         name.strip() for name in args.family.split(",") if name.strip()]
     datasets = []

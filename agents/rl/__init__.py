@@ -1,0 +1,122 @@
+"""Trained repair policies on the RL view: train with (Maskable)PPO, evaluate, save, load.
+
+A repair policy starts from PC-KCI's output (the guided start) and edits it one discrete
+action at a time (add, remove, orient, test, submit; ``heuresis_env.env.rl_view``).
+:func:`train` learns one on the development instances of a family with sb3-contrib's
+``MaskablePPO`` (invalid actions masked through ``action_masks()``) or plain ``PPO`` (the
+observation flattened to one ``Box``; an invalid action is then an error step that costs a
+step and changes nothing), evaluates it against the guided start on held-out test instances
+with a paired bootstrap, and writes ``model.zip``, ``policy.json``, ``report.json`` and a
+learning curve. :func:`load` returns an :class:`RLPolicy`, a
+:class:`~heuresis_env.policy.Policy` like any other (entry point ``rl`` with ``path=``).
+
+One concept per module, in the order data flows through them:
+
+- :mod:`~agents.rl.spaces` — the observation layout and the action mask recomputed from an
+  observation;
+- :mod:`~agents.rl.network` — the pairwise network (``architecture="pairwise"``; SB3's
+  default MLP, ``architecture="mlp"``, is kept for comparison);
+- :mod:`~agents.rl.envs` — the training and evaluation environments, their wrappers, and the
+  instances' evidence computed beforehand;
+- :mod:`~agents.rl.policy` — :class:`RLPolicy`, :class:`SubmitStartPolicy`, save and load;
+- :mod:`~agents.rl.warm_start` — the warm start from one-step edits;
+- :mod:`~agents.rl.plots` — the learning curve;
+- :mod:`~agents.rl.train` — :func:`train` and its :class:`TrainingReport`.
+
+The ``heuresis train`` subcommand is :mod:`agents.cli_train`, outside this package so that
+the ``heuresis`` command does not load torch at start-up. ``docs/rl.md`` gives the evidence
+for each design choice.
+
+Compatibility: a model saved by stable-baselines3 names its policy class by import path; the
+shipped model was saved when this package was one module and names
+``agents.rl.PairwiseMaskablePolicy``, which the re-export below keeps valid.
+"""
+
+from agents.rl.envs import (
+    RepairActionMask,
+    StepCost,
+    SubmitAsPass,
+    environment_kwargs,
+    evaluate_policy,
+    make_training_env,
+    warm_evidence,
+)
+from agents.rl.network import (
+    P_VALUE_COLUMNS,
+    PAIR_OUTPUTS,
+    PairActionHead,
+    PairwiseExtractor,
+    PairwiseLatent,
+    PairwiseMaskablePolicy,
+    PairwisePolicy,
+)
+from agents.rl.plots import binned_curve, plot_learning_curve
+from agents.rl.policy import (
+    ALGORITHMS,
+    ARCHITECTURES,
+    CONFIG_FILE,
+    MODEL_FILE,
+    SHIPPED_MODEL_DIR,
+    RLPolicy,
+    SubmitStartPolicy,
+    load,
+    policy_config,
+    save,
+)
+from agents.rl.spaces import OBSERVATION_KEYS, ActionMasker, ObservationLayout, uses_orientations
+from agents.rl.train import (
+    CURVE_FILE,
+    DEFAULT_HYPERPARAMETERS,
+    REPORT_FILE,
+    SCRATCH_HYPERPARAMETERS,
+    EntropySchedule,
+    LearningCurveCallback,
+    TrainingReport,
+    train,
+)
+from agents.rl.warm_start import REWARD_SCALE, EditProbes, probe_edits, warm_start
+
+__all__ = [
+    "ALGORITHMS",
+    "ARCHITECTURES",
+    "CONFIG_FILE",
+    "CURVE_FILE",
+    "DEFAULT_HYPERPARAMETERS",
+    "MODEL_FILE",
+    "OBSERVATION_KEYS",
+    "PAIR_OUTPUTS",
+    "P_VALUE_COLUMNS",
+    "REPORT_FILE",
+    "REWARD_SCALE",
+    "SCRATCH_HYPERPARAMETERS",
+    "SHIPPED_MODEL_DIR",
+    "ActionMasker",
+    "EditProbes",
+    "EntropySchedule",
+    "LearningCurveCallback",
+    "ObservationLayout",
+    "PairActionHead",
+    "PairwiseExtractor",
+    "PairwiseLatent",
+    "PairwiseMaskablePolicy",
+    "PairwisePolicy",
+    "RLPolicy",
+    "RepairActionMask",
+    "StepCost",
+    "SubmitAsPass",
+    "SubmitStartPolicy",
+    "TrainingReport",
+    "binned_curve",
+    "environment_kwargs",
+    "evaluate_policy",
+    "load",
+    "make_training_env",
+    "plot_learning_curve",
+    "policy_config",
+    "probe_edits",
+    "save",
+    "train",
+    "uses_orientations",
+    "warm_evidence",
+    "warm_start",
+]

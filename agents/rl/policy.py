@@ -1,0 +1,204 @@
+"""Repair policies as :class:`~heuresis_env.policy.Policy` objects: a trained model acting on
+the RL view with the masks applied (:class:`RLPolicy`, entry point ``rl`` via :func:`load`),
+the guided start submitted unchanged (:class:`SubmitStartPolicy`, entry point
+``guided-start``), and saving and loading a trained model with its config."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from sb3_contrib import MaskablePPO
+from stable_baselines3 import PPO
+
+from agents.checks import check_choice
+from agents.rl.spaces import OBSERVATION_KEYS, ActionMasker, uses_orientations
+from heuresis_env.env import RL_OPERATIONS, rl_action_table
+from heuresis_env.errors import HeuresisError
+from heuresis_env.evidence import EVIDENCE_VERSION, FEATURE_NAMES
+from heuresis_env.policy import EpisodeSettings, Policy
+
+__all__ = [
+    "ALGORITHMS",
+    "ARCHITECTURES",
+    "CONFIG_FILE",
+    "MODEL_FILE",
+    "SHIPPED_MODEL_DIR",
+    "RLPolicy",
+    "SubmitStartPolicy",
+    "algorithm_class",
+    "load",
+    "policy_config",
+    "save",
+]
+
+#: training algorithms: sb3-contrib's MaskablePPO, or SB3's PPO on the flattened observation
+ALGORITHMS = ("maskable_ppo", "ppo")
+#: policy networks: one encoder shared by all pairs, or SB3's default MLP on the flat input
+ARCHITECTURES = ("pairwise", "mlp")
+MODEL_FILE = "model.zip"
+CONFIG_FILE = "policy.json"
+#: the repair policy shipped with the package (trained by ``heuresis train`` on ``wild``; its
+#: ``report.json`` records how) — what :func:`load` returns without a path
+SHIPPED_MODEL_DIR = Path(__file__).resolve().parent.parent / "data" / "rl_repair_wild"
+
+
+class SubmitStartPolicy(Policy):
+    """Submits at once: in the guided condition its score is the guided start's (PC-KCI's)."""
+
+    name = "guided-start"
+    interface = "rl"
+
+    def act(self, observation: Any, info: dict[str, Any]) -> int:
+        d = math.isqrt(int(np.asarray(observation["adjacency"]).size))
+        return int(rl_action_table(d)[-1].index)
+
+
+class RLPolicy(Policy):
+    """A trained (Maskable)PPO model acting on the RL view, masks applied.
+
+    It sees only what the runner gives a policy (observation and info) and recomputes the
+    environment's action mask from the observation and the pairs it has tested
+    (:class:`ActionMasker`), so it never takes an invalid action, under either algorithm; as
+    in training it does not orient under ``target="none"`` and never undoes its own edit.
+    ``deterministic`` picks the most probable valid action; otherwise actions are drawn from
+    the masked distribution with a generator seeded by ``seed`` (reset per episode).
+    """
+
+    interface = "rl"
+
+    def __init__(self, model: Any, config: dict[str, Any], deterministic: bool = True,
+                 seed: int = 0, name: str = "rl"):
+        self.model = model
+        self.config = dict(config)
+        self.name = name
+        self.d = int(config["d"])
+        self.flatten = bool(config["flatten"])
+        self.deterministic = bool(deterministic)
+        self.seed = int(seed)
+        self.settings = EpisodeSettings(max_steps=int(config.get("max_steps", 50)),
+                                        guided=bool(config.get("guided", True)),
+                                        target=str(config.get("target", "none")))
+        self._masker = ActionMasker(self.d, self.settings.target,
+                                    uses_orientations(self.settings.target))
+        self._tested = np.zeros(self._masker.pair_i.size, dtype=bool)
+        self._edited = np.zeros(self._masker.pair_i.size, dtype=bool)
+        self._counts: dict[str, int] = {}
+        self._episode = 0
+        self._rng = np.random.default_rng(self.seed)
+
+    def configure(self, settings: EpisodeSettings) -> None:
+        super().configure(settings)
+        self._masker = ActionMasker(self.d, settings.target, uses_orientations(settings.target))
+
+    def reset(self, observation: Any, info: dict[str, Any]) -> None:
+        size = int(np.asarray(observation["adjacency"]).size)
+        if size != self.d * self.d:
+            raise HeuresisError(f"this RL policy was trained on d = {self.d} variables; the "
+                                f"episode has d = {math.isqrt(size)}")
+        self._tested = np.zeros(self._masker.pair_i.size, dtype=bool)
+        self._edited = np.zeros(self._masker.pair_i.size, dtype=bool)
+        self._counts = {operation: 0 for operation in RL_OPERATIONS}
+        self._rng = np.random.default_rng([self.seed, self._episode])
+        self._episode += 1
+
+    def action_masks(self, observation: dict[str, Any]) -> np.ndarray:
+        """The actions this policy may take now: the environment's ``action_masks()``
+        (recomputed from the observation), without orientations under ``target="none"`` and
+        without undoing an edit made earlier in the episode (as in training)."""
+        return self._masker.without_edits(self._masker(observation["adjacency"], self._tested),
+                                          self._edited)
+
+    def action_probabilities(self, observation: dict[str, Any]) -> np.ndarray:
+        """The model's action distribution restricted to the valid actions."""
+        model_input = observation
+        if self.flatten:
+            model_input = np.concatenate([np.asarray(observation[key], dtype=np.float32)
+                                          .reshape(-1) for key in OBSERVATION_KEYS])
+        policy = self.model.policy
+        policy.set_training_mode(False)
+        tensor, _ = policy.obs_to_tensor(model_input)
+        with torch.no_grad():
+            logits = policy.get_distribution(tensor).distribution.logits[0].cpu().numpy()
+        mask = self.action_masks(observation)
+        logits = np.where(mask, logits.astype(np.float64), -np.inf)
+        logits -= logits.max()
+        weights = np.exp(logits)
+        return weights / weights.sum()
+
+    def act(self, observation: Any, info: dict[str, Any]) -> int:
+        if not self._counts:
+            self.reset(observation, info)
+        probabilities = self.action_probabilities(observation)
+        if self.deterministic:
+            action = int(np.argmax(probabilities))
+        else:
+            action = int(self._rng.choice(probabilities.size, p=probabilities))
+        operation, row = self._masker.operation(action)
+        if operation == "test":
+            self._tested[row] = True
+        elif operation in ("add", "remove"):
+            self._edited[row] = True
+        self._counts[operation] += 1
+        return action
+
+    def usage(self) -> dict[str, Any]:
+        return {"actions": dict(self._counts)}
+
+
+def policy_config(algo: str, architecture: str, family: str, d: int, n: int,
+                  settings: EpisodeSettings, **extra: Any) -> dict[str, Any]:
+    """What :func:`load` needs beside the model: algorithm, sizes, condition, layout."""
+    check_choice("RL algorithm", algo, ALGORITHMS)
+    check_choice("architecture", architecture, ARCHITECTURES)
+    return {"algo": algo, "architecture": architecture, "family": family, "d": int(d),
+            "n": int(n), "guided": settings.guided, "target": settings.target,
+            "max_steps": settings.max_steps, "flatten": algo == "ppo",
+            "feature_names": list(FEATURE_NAMES), "evidence_version": EVIDENCE_VERSION,
+            **extra}
+
+
+def save(model: Any, config: dict[str, Any], out_dir: str | os.PathLike) -> Path:
+    """Write ``model.zip`` and ``policy.json`` (the config :func:`load` reads) into out_dir."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save(str(out / MODEL_FILE))
+    (out / CONFIG_FILE).write_text(json.dumps(config, indent=2), encoding="utf-8")
+    return out
+
+
+def algorithm_class(algo: str) -> type:
+    check_choice("RL algorithm", algo, ALGORITHMS)
+    return MaskablePPO if algo == "maskable_ppo" else PPO
+
+
+def load(path: str | os.PathLike | None = None, deterministic: bool = True, seed: int = 0,
+         device: str = "cpu") -> RLPolicy:
+    """A trained policy from a training directory (or its ``model.zip``); the ``rl`` factory.
+
+    Without ``path``, the policy shipped in ``agents/data/rl_repair_wild``
+    (:data:`SHIPPED_MODEL_DIR`)."""
+    path = Path(SHIPPED_MODEL_DIR if path is None else path)
+    directory = path.parent if path.suffix == ".zip" else path
+    model_file = path if path.suffix == ".zip" else path / MODEL_FILE
+    config_file = directory / CONFIG_FILE
+    if not model_file.is_file():
+        raise HeuresisError(f"no trained model at {model_file}; give the directory that "
+                            f"`heuresis train --out DIR` wrote (it holds {MODEL_FILE} and "
+                            f"{CONFIG_FILE})")
+    if not config_file.is_file():
+        raise HeuresisError(f"{config_file} is missing; it records how the model was trained "
+                            "(algorithm, d, observation layout) and is written beside "
+                            f"{MODEL_FILE} by agents.rl.train")
+    config = json.loads(config_file.read_text(encoding="utf-8"))
+    if config.get("feature_names") != list(FEATURE_NAMES):
+        raise HeuresisError(f"the model at {directory} was trained on the evidence features "
+                            f"{config.get('feature_names')}; this version of the RL view has "
+                            f"{list(FEATURE_NAMES)}; retrain it")
+    model = algorithm_class(config["algo"]).load(str(model_file), device=device)
+    return RLPolicy(model, config, deterministic=deterministic, seed=seed)

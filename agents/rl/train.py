@@ -1,0 +1,338 @@
+"""``train``: learn a repair policy on the development instances of a family with
+(Maskable)PPO, evaluate it against the guided start on held-out test instances with a paired
+bootstrap, and write ``model.zip``, ``policy.json``, ``report.json`` and a learning curve.
+
+Training pays the change in adjacency F1 of every edit (``reward="shaped"``); submit is a
+pass and the policy neither orients under ``target="none"`` nor undoes its own edits
+(:mod:`agents.rl.envs`); by default the policy starts from the warm start
+(:mod:`agents.rl.warm_start`). ``docs/rl.md`` gives the evidence for each choice.
+
+Randomness: our own draws come from explicit generators; stable-baselines3 seeds torch and
+its own minibatch shuffling from ``seed`` (it uses NumPy's global generator internally).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sb3_contrib
+import stable_baselines3
+import torch
+from stable_baselines3.common.callbacks import BaseCallback
+
+from agents.checks import check_choice, check_int
+from agents.rl.envs import evaluate_policy, make_training_env, warm_evidence
+from agents.rl.network import PairwiseMaskablePolicy, PairwisePolicy
+from agents.rl.plots import binned_curve, plot_learning_curve
+from agents.rl.policy import (
+    ALGORITHMS,
+    ARCHITECTURES,
+    CONFIG_FILE,
+    MODEL_FILE,
+    RLPolicy,
+    SubmitStartPolicy,
+    algorithm_class,
+    policy_config,
+    save,
+)
+from agents.rl.warm_start import probe_edits, warm_start
+from heuresis_env.env import RL_OPERATIONS
+from heuresis_env.errors import HeuresisError
+from heuresis_env.evidence import EVIDENCE_VERSION
+from heuresis_env.generation import SPLIT_SIZES
+from heuresis_env.metrics import paired_bootstrap
+from heuresis_env.policy import EpisodeResult, EpisodeSettings
+from heuresis_env.version import __version__
+
+__all__ = [
+    "CURVE_FILE",
+    "DEFAULT_HYPERPARAMETERS",
+    "REPORT_FILE",
+    "SCRATCH_HYPERPARAMETERS",
+    "EntropySchedule",
+    "LearningCurveCallback",
+    "TrainingReport",
+    "train",
+]
+
+REPORT_FILE = "report.json"
+CURVE_FILE = "learning_curve.png"
+#: PPO settings used unless ``train(hyperparameters=...)`` overrides them
+DEFAULT_HYPERPARAMETERS: dict[str, Any] = {
+    "learning_rate": 1e-4, "n_steps": 256, "batch_size": 256, "n_epochs": 4,
+    "gamma": 0.9, "gae_lambda": 0.9, "clip_range": 0.2, "ent_coef": 0.002,
+    "ent_coef_final": 0.0, "vf_coef": 0.5, "max_grad_norm": 0.5,
+}
+#: PPO settings for training from a random policy (``warm_start_edits=False``): a strong
+#: entropy bonus at first, since nearly every random edit lowers F1
+SCRATCH_HYPERPARAMETERS: dict[str, Any] = {
+    **DEFAULT_HYPERPARAMETERS, "learning_rate": 5e-4, "ent_coef": 0.05, "ent_coef_final": 0.005,
+}
+
+
+def _means(results: Sequence[EpisodeResult]) -> dict[str, float]:
+    keys = ("f1", "precision", "recall", "shd", "nshd", "n_edges")
+    out = {key: float(np.nanmean([r.scores.get(key, np.nan) for r in results]))
+           for key in keys}
+    out["truncated"] = float(np.mean([r.truncated for r in results]))
+    out["steps"] = float(np.mean([r.steps for r in results]))
+    return out
+
+
+# ---- learning curve ----------------------------------------------------------------------------
+
+class EntropySchedule(BaseCallback):
+    """Decays the entropy bonus linearly from ``start`` to ``final`` over the training run.
+
+    Early on, most edits lower F1, and without a strong bonus the policy settles on
+    submitting at once before it has learnt which edits pay; later the bonus fades so that
+    the policy can commit to the edits it has found.
+    """
+
+    def __init__(self, start: float, final: float, total_steps: int):
+        super().__init__()
+        self.start, self.final, self.total_steps = float(start), float(final), int(total_steps)
+
+    def _on_step(self) -> bool:
+        progress = min(self.num_timesteps / max(self.total_steps, 1), 1.0)
+        self.model.ent_coef = self.start + (self.final - self.start) * progress
+        return True
+
+
+class LearningCurveCallback(BaseCallback):
+    """Records every finished training episode: time step, F1 gain (the shaped return), final
+    F1 and length."""
+
+    def __init__(self):
+        super().__init__()
+        self.episodes: list[dict[str, float]] = []
+
+    def _on_step(self) -> bool:
+        for done, info in zip(self.locals["dones"], self.locals["infos"]):
+            if not done or "episode" not in info:
+                continue
+            scores = info.get("scores", {})
+            self.episodes.append({"timestep": float(self.num_timesteps),
+                                  "f1_gain": float(info["episode"]["r"]),
+                                  "f1": float(scores.get("f1", np.nan)),
+                                  "length": float(info["episode"]["l"])})
+        return True
+
+
+@dataclass
+class TrainingReport:
+    """What :func:`train` did and measured; ``to_dict`` is the JSON report."""
+
+    family: str
+    algo: str
+    architecture: str
+    steps: int
+    seed: int
+    n_envs: int
+    dev_indices: list[int]
+    test_indices: list[int]
+    d: int
+    n: int
+    settings: dict[str, Any]
+    step_cost: float
+    hyperparameters: dict[str, Any]
+    evidence_seconds: float
+    training_seconds: float
+    training_cpu_seconds: float
+    evaluation_seconds: float
+    policy_f1: list[float]
+    start_f1: list[float]
+    policy_means: dict[str, float]
+    start_means: dict[str, float]
+    f1_difference: dict[str, Any]
+    policy_actions: dict[str, float]
+    learning_curve: list[dict[str, float]]
+    warm_start: dict[str, Any]
+    out_dir: str
+    files: dict[str, str] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def policy_mean_f1(self) -> float:
+        return self.policy_means["f1"]
+
+    @property
+    def start_mean_f1(self) -> float:
+        return self.start_means["f1"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def summary(self) -> str:
+        diff = self.f1_difference
+        return (f"{self.family} test (n={len(self.test_indices)}): F1 policy "
+                f"{self.policy_mean_f1:.3f} vs guided start (PC-KCI) {self.start_mean_f1:.3f}; "
+                f"difference {diff['mean']:+.3f} [{diff['low']:+.3f}, {diff['high']:+.3f}] "
+                f"(paired 95% bootstrap); trained {self.steps} steps in "
+                f"{self.training_seconds:.0f} s wall, {self.training_cpu_seconds:.0f} s CPU "
+                f"({self.algo}, {self.architecture})")
+
+
+def _versions() -> dict[str, str]:
+    return {"heuresis": __version__, "stable_baselines3": stable_baselines3.__version__,
+            "sb3_contrib": sb3_contrib.__version__, "torch": torch.__version__,
+            "evidence_version": str(EVIDENCE_VERSION)}
+
+
+def _indices(name: str, value: int | Sequence[int], split: str) -> list[int]:
+    size = SPLIT_SIZES[split]
+    if isinstance(value, int | np.integer) and not isinstance(value, bool):
+        if not 1 <= value <= size:
+            raise HeuresisError(f"{name} must be in 1..{size} (the {split} split), got {value}")
+        return list(range(int(value)))
+    chosen = [int(v) for v in value]
+    if not chosen or any(not 0 <= v < size for v in chosen):
+        raise HeuresisError(f"{name} must be non-empty indices in 0..{size - 1}, got {chosen}")
+    return chosen
+
+
+def train(family: str = "wild", algo: str = "maskable_ppo", steps: int = 20_000,
+          out_dir: str | os.PathLike = "runs/rl", seed: int = 0, n_envs: int = 2,
+          dev_count: int | Sequence[int] = 100, test_count: int | Sequence[int] = 32,
+          d: int = 10, n: int = 600, max_steps: int = 50, target: str = "none",
+          architecture: str = "pairwise", hidden: int = 64, step_cost: float = 0.0,
+          hyperparameters: dict[str, Any] | None = None, workers: int = 1,
+          torch_threads: int | None = 1, vectorization: str = "dummy",
+          n_resamples: int = 10_000, salt: str | None = None,
+          warm_start_edits: bool | None = None, freeze_encoder: bool | None = None,
+          warm_start_options: dict[str, Any] | None = None,
+          progress: Callable[[str], None] | None = None) -> TrainingReport:
+    """Train a repair policy on ``dev_count`` development instances of ``family`` (guided:
+    starting from PC-KCI's output) and evaluate it against that guided start on ``test_count``
+    test instances; writes model, config, report and learning curve into ``out_dir``.
+
+    ``dev_count``/``test_count`` are a count (the first instances) or explicit indices. The
+    evidence of every instance is computed first (``workers`` processes), so the training
+    time excludes it. ``max_steps`` is the episode budget for training and evaluation.
+
+    ``warm_start_edits`` (default: on for the pairwise architecture) first tries every single
+    edit from each development instance's start state (:func:`probe_edits`, 3p steps per
+    instance, counted in the report) and fits the policy to those rewards
+    (:func:`warm_start`); PPO then trains ``steps`` more steps. Without it PPO starts from
+    a random policy, which on ``wild`` settles on submitting the guided start unchanged.
+    """
+    check_choice("RL algorithm", algo, ALGORITHMS)
+    check_choice("architecture", architecture, ARCHITECTURES)
+    steps = check_int("steps", steps)
+    n_envs = check_int("n_envs", n_envs)
+    max_steps = check_int("max_steps", max_steps)
+    hidden = check_int("hidden", hidden)
+    if not (isinstance(step_cost, int | float) and 0 <= step_cost < 1):
+        raise HeuresisError(f"step_cost must be a number in [0, 1), got {step_cost!r}")
+    if warm_start_edits is None:
+        warm_start_edits = architecture == "pairwise"
+    if warm_start_edits and architecture != "pairwise":
+        raise HeuresisError("warm_start_edits needs architecture='pairwise' (the warm start "
+                            "writes the shared pair head)")
+    dev = _indices("dev_count", dev_count, "dev")
+    test = _indices("test_count", test_count, "test")
+    settings = EpisodeSettings(max_steps=max_steps, max_seconds=None, guided=True,
+                               target=target)
+    params = dict(DEFAULT_HYPERPARAMETERS if warm_start_edits else SCRATCH_HYPERPARAMETERS)
+    unknown = sorted(set(hyperparameters or {}) - set(params))
+    if unknown:
+        raise HeuresisError(f"unknown hyperparameter(s) {unknown}; known: {sorted(params)}")
+    params.update(hyperparameters or {})
+    params["batch_size"] = min(int(params["batch_size"]), int(params["n_steps"]) * n_envs)
+    say = progress or (lambda message: None)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if torch_threads is not None:
+        torch.set_num_threads(check_int("torch_threads", torch_threads))
+
+    say(f"evidence for {len(dev)} dev and {len(test)} test instances of {family} "
+        f"(d={d}, n={n})")
+    evidence_seconds = warm_evidence(family, {"dev": dev, "test": test}, d, n, workers,
+                                     salt=salt)
+
+    flatten = algo == "ppo"
+    env = make_training_env(family, settings, dev, d, n, n_envs=n_envs, flatten=flatten,
+                            step_cost=step_cost, seed=seed, vectorization=vectorization)
+    if architecture == "pairwise":
+        policy: Any = PairwiseMaskablePolicy if algo == "maskable_ppo" else PairwisePolicy
+        policy_kwargs: dict[str, Any] = {"hidden": hidden}
+    else:
+        policy = "MultiInputPolicy" if algo == "maskable_ppo" else "MlpPolicy"
+        policy_kwargs = {"net_arch": [hidden, hidden]}
+    ppo_params = {k: v for k, v in params.items() if k != "ent_coef_final"}
+    model = algorithm_class(algo)(policy, env, seed=seed, device="cpu", verbose=0,
+                                   policy_kwargs=policy_kwargs, **ppo_params)
+    warm: dict[str, Any] = {"used": bool(warm_start_edits), "steps": 0, "seconds": 0.0}
+    warm_policy_results: list[EpisodeResult] = []
+    config = policy_config(algo, architecture, family, d, n, settings, hidden=hidden,
+                           steps=steps, seed=seed, warm_start=bool(warm_start_edits))
+    if warm_start_edits:
+        say(f"warm start: every one-step edit on {len(dev)} dev instances")
+        probes = probe_edits(family, settings, dev, d, n)
+        started = time.perf_counter()
+        fit = warm_start(model.policy, probes, flatten, seed=seed,
+                         **(warm_start_options or {}))
+        warm.update(fit, steps=probes.steps,
+                    seconds=probes.seconds + time.perf_counter() - started)
+        warm_policy_results = evaluate_policy(RLPolicy(model, config, seed=seed), family,
+                                              "test", test, settings, d, n, salt)
+    if freeze_encoder is None:
+        freeze_encoder = bool(warm_start_edits)
+    if freeze_encoder:
+        for parameter in model.policy.features_extractor.parameters():
+            parameter.requires_grad_(False)
+    warm["freeze_encoder"] = bool(freeze_encoder)
+    callback = LearningCurveCallback()
+    schedule = EntropySchedule(params["ent_coef"], params["ent_coef_final"], steps)
+    say(f"training {algo} ({architecture}) for {steps} steps on {n_envs} environment(s)")
+    started, cpu_started = time.perf_counter(), time.process_time()
+    model.learn(total_timesteps=steps, callback=[callback, schedule])
+    training_seconds = time.perf_counter() - started
+    training_cpu_seconds = time.process_time() - cpu_started
+    env.close()
+
+    save(model, config, out)
+
+    say(f"evaluating on {len(test)} test instances")
+    started = time.perf_counter()
+    rl_policy = RLPolicy(model, config, deterministic=True, seed=seed)
+    policy_results = evaluate_policy(rl_policy, family, "test", test, settings, d, n, salt)
+    start_results = evaluate_policy(SubmitStartPolicy(), family, "test", test, settings, d, n,
+                                   salt)
+    evaluation_seconds = time.perf_counter() - started
+    policy_f1 = [float(r.scores["f1"]) for r in policy_results]
+    start_f1 = [float(r.scores["f1"]) for r in start_results]
+    difference = paired_bootstrap(policy_f1, start_f1, n_resamples=n_resamples, seed=seed)
+    actions = {operation: float(np.mean([r.usage["actions"].get(operation, 0)
+                                         for r in policy_results]))
+               for operation in RL_OPERATIONS}
+    curve = binned_curve(callback.episodes)
+    report = TrainingReport(
+        family=family, algo=algo, architecture=architecture, steps=steps, seed=seed,
+        n_envs=n_envs, dev_indices=dev, test_indices=test, d=d, n=n,
+        settings=settings.to_dict(), step_cost=float(step_cost), hyperparameters=params,
+        evidence_seconds=evidence_seconds, training_seconds=training_seconds,
+        training_cpu_seconds=training_cpu_seconds, evaluation_seconds=evaluation_seconds,
+        policy_f1=policy_f1, start_f1=start_f1,
+        policy_means=_means(policy_results), start_means=_means(start_results),
+        f1_difference=asdict(difference), policy_actions=actions, learning_curve=curve,
+        warm_start=warm, out_dir=str(out), versions=_versions())
+    if warm_policy_results:
+        warm_f1 = [float(r.scores["f1"]) for r in warm_policy_results]
+        report.warm_start["test_means"] = _means(warm_policy_results)
+        report.warm_start["f1_difference"] = asdict(paired_bootstrap(
+            warm_f1, start_f1, n_resamples=n_resamples, seed=seed))
+    plot_learning_curve(curve, out / CURVE_FILE, test_gain=difference,
+                        title=f"{algo} ({architecture}) on {family}, d={d}, n={n}: "
+                              f"test ΔF1 {difference.mean:+.3f}")
+    report.files = {"model": str(out / MODEL_FILE), "config": str(out / CONFIG_FILE),
+                    "report": str(out / REPORT_FILE), "learning_curve": str(out / CURVE_FILE)}
+    (out / REPORT_FILE).write_text(json.dumps(report.to_dict(), indent=2), encoding="utf-8")
+    return report

@@ -1,0 +1,96 @@
+"""Repair policies (agents.rl.policy): save and load round-trip identically, a loaded policy
+stays within the masks under run_episode, the guided start scores PC-KCI's output, and the
+shipped model loads through the class path its archive names."""
+
+from __future__ import annotations
+
+import base64
+import json
+import pickle
+import zipfile
+
+import numpy as np
+import pytest
+
+from agents.rl import (
+    ALGORITHMS,
+    MODEL_FILE,
+    SHIPPED_MODEL_DIR,
+    PairwiseMaskablePolicy,
+    RLPolicy,
+    SubmitStartPolicy,
+    evaluate_policy,
+    load,
+    save,
+)
+from heuresis_env.evidence import guided_start
+from heuresis_env.generation.instances import InstanceKey, generate_instance
+from heuresis_env.metrics import adjacency_f1
+from heuresis_env.policy import EpisodeSettings, run_episode
+from tests.agents.rl.rl_fixtures import SETTINGS, TINY, MaskAudit, rl_env, tiny_model
+
+
+@pytest.mark.parametrize("architecture", ["pairwise", "mlp"])
+@pytest.mark.parametrize("algo", ALGORITHMS)
+def test_learns_64_steps_and_round_trips_identically(algo, architecture, tmp_path):
+    model, config = tiny_model(algo, architecture)
+    save(model, config, tmp_path)
+    fresh = RLPolicy(model, config)
+    loaded = load(tmp_path)
+    assert loaded.flatten == (algo == "ppo")
+    env = rl_env()
+    for episode in range(2):
+        observation, info = env.reset(seed=episode)
+        fresh.reset(observation, info)
+        loaded.reset(observation, info)
+        for _ in range(10):
+            p_fresh = fresh.action_probabilities(observation)
+            p_loaded = loaded.action_probabilities(observation)
+            assert np.array_equal(p_fresh, p_loaded)
+            assert np.all(p_fresh[~env.unwrapped.action_masks()] == 0)
+            action = fresh.act(observation, info)
+            assert loaded.act(observation, info) == action
+            observation, _, terminated, truncated, info = env.step(action)
+            assert "error" not in info
+            if terminated or truncated:
+                break
+
+
+@pytest.mark.parametrize("algo", ALGORITHMS)
+def test_loaded_policy_runs_through_run_episode_within_the_masks(algo, tmp_path):
+    model, config = tiny_model(algo)
+    save(model, config, tmp_path)
+    policy = load(tmp_path / "model.zip")
+    policy.configure(EpisodeSettings(max_steps=25, guided=True, target="dag"))
+    audit = MaskAudit(rl_env("dag", max_steps=25))
+    result = run_episode(audit, policy, seed=0, options={"index": 1})
+    assert audit.violations == []
+    assert result.steps == len(audit.actions) <= 25
+    assert 0.0 <= result.scores["f1"] <= 1.0
+    assert sum(result.usage["actions"].values()) == result.steps
+    sampled = load(tmp_path, deterministic=False, seed=3)
+    sampled.configure(EpisodeSettings(max_steps=25, guided=True))
+    audit = MaskAudit(rl_env(max_steps=25))
+    run_episode(audit, sampled, seed=0, options={"index": 0})
+    assert audit.violations == []
+
+
+def test_submit_start_policy_scores_pc_kci_output():
+    results = evaluate_policy(SubmitStartPolicy(), "wild", "test", [0, 1], SETTINGS, **TINY)
+    for index, result in enumerate(results):
+        instance = generate_instance(InstanceKey("wild", "test", index, **TINY))
+        start_graph = guided_start(instance.X, instance.names, instance.sha256).graph
+        assert result.scores["f1"] == pytest.approx(adjacency_f1(start_graph, instance.record.dag))
+        assert result.steps == 1 and result.finished
+
+
+def test_shipped_model_loads_through_the_class_path_its_archive_names():
+    """The shipped model.zip was saved when agents.rl was one module and names its policy class
+    agents.rl.PairwiseMaskablePolicy; the package re-exports it, so ``load()`` still works."""
+    with zipfile.ZipFile(SHIPPED_MODEL_DIR / MODEL_FILE) as archive:
+        recorded = json.loads(archive.read("data"))["policy_class"]
+    assert recorded["__module__"] == "agents.rl"
+    assert pickle.loads(base64.b64decode(recorded[":serialized:"])) is PairwiseMaskablePolicy
+    policy = load()
+    assert type(policy.model.policy) is PairwiseMaskablePolicy
+    assert policy.d == 10 and policy.config["architecture"] == "pairwise"

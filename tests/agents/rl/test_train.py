@@ -1,0 +1,47 @@
+"""Training (agents.rl.train): bad input refused clearly, and (slow) the acceptance: a policy
+trained for minutes beats the guided start (PC-KCI) on wild."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+
+from agents.rl import load, save, train
+from heuresis_env.errors import HeuresisError, UnknownNameError
+from heuresis_env.registration import env_id
+from tests.agents.rl.rl_fixtures import tiny_model
+
+
+def test_bad_input_raises_clear_errors(tmp_path):
+    with pytest.raises(UnknownNameError, match="maskable_ppo"):
+        train(algo="dqn", out_dir=tmp_path)
+    with pytest.raises(UnknownNameError, match="pairwise"):
+        train(architecture="transformer", out_dir=tmp_path)
+    with pytest.raises(HeuresisError, match="dev_count"):
+        train(dev_count=0, out_dir=tmp_path)
+    with pytest.raises(HeuresisError, match="unknown hyperparameter"):
+        train(hyperparameters={"learning_rte": 1e-3}, out_dir=tmp_path)
+    with pytest.raises(HeuresisError, match="no trained model"):
+        load(tmp_path)
+    model, config = tiny_model("maskable_ppo")
+    save(model, config, tmp_path)
+    policy = load(tmp_path)
+    env = gym.make(env_id("wild"), interface="rl", guided=True, d=4, n=200, indices=[0])
+    observation, info = env.reset(seed=0)
+    with pytest.raises(HeuresisError, match="d = 5"):
+        policy.reset(observation, info)
+
+
+#: the acceptance at CI size: d = 10 with n = 100 rows, where PC-KCI's instance evidence takes
+#: well under a second per instance; benchmarks/bench_rl.py runs the default n = 600
+ACCEPTANCE = {"steps": 20_000, "dev": 80, "test": 32, "d": 10, "n": 100}
+
+
+@pytest.mark.slow
+def test_trained_policy_beats_the_guided_start_on_wild(tmp_path):
+    report = train("wild", "maskable_ppo", steps=ACCEPTANCE["steps"], out_dir=tmp_path,
+                   seed=0, n_envs=2, dev_count=ACCEPTANCE["dev"], test_count=ACCEPTANCE["test"],
+                   d=ACCEPTANCE["d"], n=ACCEPTANCE["n"], workers=2, n_resamples=10_000)
+    print("\n" + report.summary())
+    assert report.policy_mean_f1 > report.start_mean_f1, report.summary()
+    assert report.policy_means["truncated"] == 0.0  # it submits

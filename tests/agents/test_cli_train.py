@@ -1,0 +1,39 @@
+"""``heuresis train`` (agents.cli_train): trains, evaluates and writes every file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+import pytest
+
+from agents import cli_train
+from agents.rl import SubmitStartPolicy, evaluate_policy, load
+from heuresis_env.policy import EpisodeSettings
+from tests.agents.rl.rl_fixtures import TINY
+
+
+def test_cli_trains_evaluates_and_writes_everything(tmp_path):
+    parser = argparse.ArgumentParser()
+    cli_train.add_arguments(parser)
+    out = tmp_path / "run"
+    args = parser.parse_args(["--family", "wild", "--algo", "maskable_ppo", "--steps", "64",
+                              "--out", str(out), "--dev-count", "2", "--test-count", "2",
+                              "--d", "5", "--n", "200", "--max-steps", "10",
+                              "--resamples", "200", "--n-envs", "1"])
+    assert cli_train.run(args) == 0
+    for name in ("model.zip", "policy.json", "report.json", "learning_curve.png"):
+        assert (out / name).is_file(), name
+    report = json.loads((out / "report.json").read_text())
+    assert report["test_indices"] == [0, 1] and len(report["policy_f1"]) == 2
+    start_results = evaluate_policy(SubmitStartPolicy(), "wild", "test", [0, 1],
+                           EpisodeSettings(max_steps=10, max_seconds=None, guided=True), **TINY)
+    assert report["start_f1"] == [r.scores["f1"] for r in start_results]
+    difference = np.mean(report["policy_f1"]) - np.mean(report["start_f1"])
+    assert report["f1_difference"]["mean"] == pytest.approx(difference)
+    policy = load(out)
+    results = evaluate_policy(policy, "wild", "test", [0, 1],
+                              EpisodeSettings(max_steps=10, max_seconds=None, guided=True),
+                              **TINY)
+    assert [r.scores["f1"] for r in results] == report["policy_f1"]

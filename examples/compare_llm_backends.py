@@ -17,6 +17,7 @@ import argparse
 import os
 from pathlib import Path
 
+from agents.llm.server import HEURISTIC_MODEL_NAME, ChatServer, HeuristicModel
 from heuresis_env.evaluation import evaluate
 from heuresis_env.policy import EpisodeSettings
 from heuresis_env.reports.build import build_report
@@ -41,8 +42,6 @@ def main() -> None:
         arms = {"openai": {"backend": "openai", "model": args.openai_model},
                 "anthropic": {"backend": "anthropic", "model": args.anthropic_model}}
     else:
-        from agents.llm.server import HEURISTIC_MODEL_NAME, ChatServer, HeuristicModel
-
         server = ChatServer(responder=HeuristicModel(), model=HEURISTIC_MODEL_NAME)
         print(f"no API keys set: both backends talk to the loopback server at {server.root_url}")
         arms = {"openai": {"backend": "openai", "model": HEURISTIC_MODEL_NAME,

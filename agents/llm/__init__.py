@@ -3,26 +3,31 @@ chat server for tests and keyless runs.
 
 ``make_llm_policy(...)`` (entry point ``llm``) builds the policy from plain options;
 ``make_heuristic_llm_policy()`` (``llm-heuristic``) wires it to a local deterministic model.
-See ``docs/llm.md``.
+Modules, in the order a reply flows: :mod:`~agents.llm.connection` (which service, key and
+base URL), :mod:`~agents.llm.backends` (one protocol over the APIs, retries),
+:mod:`~agents.llm.messages` (the reply shape every backend returns),
+:mod:`~agents.llm.parsing` (the action and the final edge list in a reply),
+:mod:`~agents.llm.prompts`, :mod:`~agents.llm.prices`, :mod:`~agents.llm.policy` (the ReAct
+loop) and :mod:`~agents.llm.server` (the loopback chat server). See ``docs/llm.md``.
 """
 
 from agents.llm.backends import (
     AnthropicBackend,
     BackendError,
     ChatBackend,
-    ChatReply,
     OpenAIChatBackend,
     ReplayBackend,
     RetrySchedule,
-    ToolCall,
 )
+from agents.llm.connection import Connection, resolve_connection
+from agents.llm.messages import ChatReply, ToolCall
 from agents.llm.parsing import EdgeListError, extract_action, parse_edge_list
 from agents.llm.policy import LLMPolicy, make_heuristic_llm_policy, make_llm_policy
 from agents.llm.prices import PriceTable
 
 __all__ = [
-    "AnthropicBackend", "BackendError", "ChatBackend", "ChatReply", "EdgeListError",
-    "LLMPolicy", "OpenAIChatBackend", "PriceTable", "ReplayBackend", "RetrySchedule",
-    "ToolCall", "extract_action", "make_heuristic_llm_policy", "make_llm_policy",
-    "parse_edge_list",
+    "AnthropicBackend", "BackendError", "ChatBackend", "ChatReply", "Connection",
+    "EdgeListError", "LLMPolicy", "OpenAIChatBackend", "PriceTable", "ReplayBackend",
+    "RetrySchedule", "ToolCall", "extract_action", "make_heuristic_llm_policy",
+    "make_llm_policy", "parse_edge_list", "resolve_connection",
 ]

@@ -18,12 +18,15 @@ import json
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from heuresis_env.errors import HeuresisError
+from agents.llm.connection import resolve_connection
+from agents.llm.messages import ChatReply, ToolCall
+from agents.llm.parsing import split_reasoning
+from heuresis_env.errors import HeuresisError, UnknownNameError
 
 #: HTTP statuses worth retrying (OpenAI's and Anthropic's SDKs retry the same ones)
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
@@ -50,64 +53,6 @@ class BackendError(RuntimeError):
 
 class DeadlineExceeded(BackendError):
     """The caller's deadline passed before a reply arrived (no further attempt was made)."""
-
-
-# ---- replies --------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One native tool call: its id, the tool's name and the arguments as the model wrote them
-    (a JSON text, possibly malformed)."""
-
-    id: str
-    name: str
-    arguments: str
-
-    def to_message(self) -> dict[str, Any]:
-        return {"id": self.id, "type": "function",
-                "function": {"name": self.name, "arguments": self.arguments}}
-
-
-@dataclass
-class ChatReply:
-    """A model's answer to one request.
-
-    ``usage`` holds ``prompt`` and ``completion`` tokens as the API reported them (plus
-    ``cached_prompt`` and ``reasoning`` when reported); ``reasoning`` is the model's separate
-    reasoning channel (``reasoning_content``, thinking blocks, ``<think>`` tags), empty when
-    there is none; ``provider_content`` keeps the provider's own content blocks when they must
-    be sent back verbatim (Anthropic's signed thinking blocks).
-    """
-
-    text: str = ""
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    reasoning: str = ""
-    usage: dict[str, int] = field(default_factory=dict)
-    raw: Any = None
-    model: str = ""
-    finish_reason: str | None = None
-    api_retries: int = 0
-    seconds: float = 0.0
-    retry_errors: list[str] = field(default_factory=list)
-    provider_content: list[dict[str, Any]] | None = None
-
-    def assistant_message(self) -> dict[str, Any]:
-        """The reply as the conversation's next assistant message."""
-        content = self.text if (self.text or not self.tool_calls) else None
-        message: dict[str, Any] = {"role": "assistant", "content": content}
-        if self.tool_calls:
-            message["tool_calls"] = [call.to_message() for call in self.tool_calls]
-        if self.provider_content is not None:
-            message["provider_content"] = copy.deepcopy(self.provider_content)
-        return message
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready record of the reply (for transcripts)."""
-        return {"text": self.text, "tool_calls": [call.to_message() for call in self.tool_calls],
-                "reasoning": self.reasoning, "usage": dict(self.usage), "model": self.model,
-                "finish_reason": self.finish_reason, "api_retries": self.api_retries,
-                "seconds": self.seconds, "retry_errors": list(self.retry_errors),
-                "raw": self.raw}
 
 
 @runtime_checkable
@@ -335,21 +280,19 @@ class OpenAIChatBackend(_SDKBackend):
                  max_tokens_parameter: str | None = None,
                  extra_body: dict[str, Any] | None = None, seed: int | None = None,
                  sleep: Callable[[float], None] = time.sleep):
-        import os
-
         import openai
 
         if not isinstance(model, str) or not model.strip():
             raise HeuresisError(f"model must be a non-empty model name, got {model!r}")
+        connection = resolve_connection(self.kind, base_url, api_key)
         parameters = ("max_tokens", "max_completion_tokens")
         if max_tokens_parameter is None:
-            max_tokens_parameter = "max_completion_tokens" if base_url is None else "max_tokens"
+            max_tokens_parameter = ("max_completion_tokens" if connection.base_url is None
+                                    else "max_tokens")
         if max_tokens_parameter not in parameters:
-            from heuresis_env.errors import UnknownNameError
-
             raise UnknownNameError("max-tokens parameter", max_tokens_parameter, parameters)
         self.model = model
-        self.base_url = base_url
+        self.base_url = connection.base_url
         self.timeout = _check_timeout(timeout)
         self.schedule = retry if retry is not None else RetrySchedule(max_retries=max_retries)
         self.temperature = temperature
@@ -357,15 +300,9 @@ class OpenAIChatBackend(_SDKBackend):
         self.extra_body = dict(extra_body or {})
         self._rng = np.random.default_rng(seed)
         self._sleep = sleep
-        key = api_key or os.environ.get("OPENAI_API_KEY")
-        if not key:
-            if base_url is None:
-                raise HeuresisError("no OpenAI API key: set OPENAI_API_KEY (or pass api_key), "
-                                    "or give base_url for a local server")
-            key = "no-key"  # local servers ignore it; the SDK insists on one
         self._openai = openai
-        self.client = openai.OpenAI(api_key=key, base_url=base_url, timeout=self.timeout,
-                                    max_retries=0)
+        self.client = openai.OpenAI(api_key=connection.api_key, base_url=connection.base_url,
+                                    timeout=self.timeout, max_retries=0)
 
     def complete(self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None,
                  max_tokens: int, *, deadline: float | None = None) -> ChatReply:
@@ -381,8 +318,6 @@ class OpenAIChatBackend(_SDKBackend):
         return self._call(self.client.chat.completions.create, request, deadline, self._openai)
 
     def _reply(self, response: Any) -> ChatReply:
-        from agents.llm.parsing import split_reasoning
-
         raw = response.model_dump(mode="json", exclude_unset=True)
         if not response.choices:
             raise BackendError(f"the server returned no choices: {json.dumps(raw)[:500]}")
@@ -508,8 +443,6 @@ class AnthropicBackend(_SDKBackend):
                  retry: RetrySchedule | None = None, temperature: float | None = None,
                  thinking_budget: int | None = None, seed: int | None = None,
                  sleep: Callable[[float], None] = time.sleep):
-        import os
-
         import anthropic
 
         if not isinstance(model, str) or not model.strip():
@@ -518,22 +451,18 @@ class AnthropicBackend(_SDKBackend):
                 thinking_budget, int) or thinking_budget < 1024):
             raise HeuresisError(f"thinking_budget must be an integer ≥ 1024 (Anthropic's "
                                 f"minimum) or None, got {thinking_budget!r}")
+        connection = resolve_connection(self.kind, base_url, api_key)
         self.model = model
-        self.base_url = base_url
+        self.base_url = connection.base_url
         self.timeout = _check_timeout(timeout)
         self.schedule = retry if retry is not None else RetrySchedule(max_retries=max_retries)
         self.temperature = temperature
         self.thinking_budget = thinking_budget
         self._rng = np.random.default_rng(seed)
         self._sleep = sleep
-        key = api_key or os.environ.get("ANTHROPIC_API_KEY")
-        if not key:
-            if base_url is None:
-                raise HeuresisError("no Anthropic API key: set ANTHROPIC_API_KEY (or pass "
-                                    "api_key), or give base_url for a compatible server")
-            key = "no-key"
         self._anthropic = anthropic
-        self.client = anthropic.Anthropic(api_key=key, base_url=base_url, timeout=self.timeout,
+        self.client = anthropic.Anthropic(api_key=connection.api_key,
+                                          base_url=connection.base_url, timeout=self.timeout,
                                           max_retries=0)
 
     def complete(self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None,
@@ -577,8 +506,6 @@ class AnthropicBackend(_SDKBackend):
         usage = {"prompt": prompt, "completion": _usage_number(usage_raw.get("output_tokens"))}
         if usage_raw.get("cache_read_input_tokens"):
             usage["cached_prompt"] = _usage_number(usage_raw["cache_read_input_tokens"])
-        from agents.llm.parsing import split_reasoning
-
         text, tagged = split_reasoning("\n".join(t for t in texts if t))
         if tagged:
             reasoning.append(tagged)

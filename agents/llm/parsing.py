@@ -20,12 +20,10 @@ import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from agents.llm.messages import ChatReply, ToolCall
 from heuresis_env.errors import HeuresisError
-
-if TYPE_CHECKING:
-    from agents.llm.backends import ChatReply, ToolCall
 
 #: where an extracted action came from
 ACTION_SOURCES = ("tool_call", "text_json", "text_react", "text_call", "unparsed")

@@ -35,7 +35,15 @@ from typing import Any
 
 import numpy as np
 
-from agents.llm.backends import BackendError, ChatBackend, ChatReply, DeadlineExceeded
+from agents.llm.backends import (
+    AnthropicBackend,
+    BackendError,
+    ChatBackend,
+    DeadlineExceeded,
+    OpenAIChatBackend,
+)
+from agents.llm.connection import ENV_MODEL, resolve_connection
+from agents.llm.messages import ChatReply
 from agents.llm.parsing import EdgeListError, extract_action, parse_edge_list, tool_call_action
 from agents.llm.prices import PriceTable
 from agents.llm.prompts import (
@@ -48,7 +56,10 @@ from agents.llm.prompts import (
     observation_message,
     system_prompt,
 )
-from heuresis_env.errors import HeuresisError, UnknownNameError
+from agents.llm.server import HEURISTIC_MODEL_NAME, ChatServer, HeuristicModel
+from heuresis_env.env import tool_schemas
+from heuresis_env.errors import HeuresisError
+from heuresis_env.graphs import has_directed_cycle
 from heuresis_env.policy import EpisodeSettings, Policy
 
 #: how long past the wall budget the final turn's model calls may run (the evaluation runner
@@ -57,11 +68,6 @@ FINAL_TURN_GRACE_SECONDS = 2.0
 #: how the final turn ended, as reported in ``usage()["final_turn"]``
 FINAL_STATUSES = ("edge_list", "edge_list_after_retry", "model_submitted_working_graph",
                   "fallback_working_graph")
-BACKENDS = ("openai", "anthropic", "heuristic")
-#: environment variables read by :func:`make_llm_policy`
-ENV_BASE_URL = "HEURESIS_LLM_BASE_URL"
-ENV_MODEL = "HEURESIS_LLM_MODEL"
-ENV_BACKEND = "HEURESIS_LLM_BACKEND"
 
 
 @dataclass(frozen=True)
@@ -113,7 +119,7 @@ class LLMPolicy(Policy):
         self._events: list[dict[str, Any]] = []
         self._reset_counters()
 
-    # ---- Policy interface ---------------------------------------------------------------------
+    # ---- Policy interface ------------------------------------------------------------------------
     def configure(self, settings: EpisodeSettings) -> None:
         """Take the run's settings (checked here so a bad level fails before any episode)."""
         check_prompt_level(settings.prompt_level)
@@ -124,8 +130,6 @@ class LLMPolicy(Policy):
         super().configure(settings)
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
-        from heuresis_env.env.toolbox.registry import tool_schemas
-
         settings = self.settings
         check_prompt_level(settings.prompt_level)
         check_target(settings.target)
@@ -193,7 +197,7 @@ class LLMPolicy(Policy):
             resource.close()
         self._resources = []
 
-    # ---- hooks of a task's variant (agents.qa.llm) --------------------------------------------
+    # ---- hooks of a task's variant (agents.qa.llm) -----------------------------------------------
     def _system_prompt(self, info: dict[str, Any]) -> str:
         settings = self.settings
         return system_prompt(settings.prompt_level, settings.target, toolbox=settings.toolbox,
@@ -203,7 +207,7 @@ class LLMPolicy(Policy):
         """Actions this turn and after may take (the final turn comes at 1)."""
         return steps_left
 
-    # ---- turns ------------------------------------------------------------------------------------
+    # ---- turns -----------------------------------------------------------------------------------
     def _action_turn(self, steps_left: int) -> Any:
         try:
             reply = self._call("action", self._action_deadline())
@@ -285,8 +289,6 @@ class LLMPolicy(Policy):
         """Refuse a directed cycle under the cpdag and dag targets (the env would reject it)."""
         if self.settings.target not in ("cpdag", "dag"):
             return
-        from heuresis_env.graphs import has_directed_cycle
-
         index = {name: i for i, name in enumerate(self._names)}
         directed = np.zeros((len(self._names),) * 2, dtype=bool)
         for edge in edges:
@@ -297,7 +299,7 @@ class LLMPolicy(Policy):
             raise EdgeListError(f"the directed edges form a cycle, which the target "
                                 f"{self.settings.target!r} forbids; reverse or drop an edge")
 
-    # ---- conversation -----------------------------------------------------------------------------
+    # ---- conversation ----------------------------------------------------------------------------
     def _record_observation(self, observation: Any, steps_left: int) -> None:
         content = observation_message(_text(observation), steps_left, self._seconds_left())
         pending, self._pending = self._pending, None
@@ -334,7 +336,7 @@ class LLMPolicy(Policy):
             return action, False
         return {**action, "args": {**action["args"], "edges": edges}}, True
 
-    # ---- model calls and accounting ---------------------------------------------------------------
+    # ---- model calls and accounting --------------------------------------------------------------
     def _call(self, purpose: str, deadline: float | None) -> ChatReply:
         real_deadline = None
         if deadline is not None:
@@ -387,7 +389,7 @@ class LLMPolicy(Policy):
         self._events.append({"event": kind, "t": round(self._clock() - self._started, 6),
                              **fields})
 
-    # ---- the wall clock ---------------------------------------------------------------------------
+    # ---- the wall clock --------------------------------------------------------------------------
     def _seconds_left(self) -> float | None:
         if self.settings.max_seconds is None:
             return None
@@ -434,15 +436,6 @@ def _steps_left(observation: Any, settings: EpisodeSettings) -> int:
 
 # ---- the factory behind the "llm" entry point ---------------------------------------------------
 
-def _no_backend_error() -> HeuresisError:
-    return HeuresisError(
-        "no language-model service is configured: set OPENAI_API_KEY (OpenAI), "
-        "ANTHROPIC_API_KEY (Anthropic) or HEURESIS_LLM_BASE_URL (any OpenAI-compatible server "
-        "such as vLLM, Ollama or llama.cpp, e.g. http://localhost:11434/v1), or pass "
-        "backend=..., base_url=..., api_key=...; backend='heuristic' runs a keyless local "
-        "stand-in model")
-
-
 def make_llm_policy(backend: str | None = None, model: str | None = None,
                     base_url: str | None = None, api_key: str | None = None,
                     timeout: float | None = 120.0, max_retries: int = 5,
@@ -454,50 +447,31 @@ def make_llm_policy(backend: str | None = None, model: str | None = None,
     """Build the language-model policy from plain options (the ``llm`` entry point).
 
     ``backend``: "openai" (any chat-completions server), "anthropic" or "heuristic" (a local
-    deterministic stand-in, no key). By default it is ``$HEURESIS_LLM_BACKEND``, else chosen
-    from what is configured: a base URL (``base_url``/``$HEURESIS_LLM_BASE_URL``) or
-    ``$OPENAI_API_KEY`` → openai, ``$ANTHROPIC_API_KEY`` → anthropic. ``model`` defaults to
-    ``$HEURESIS_LLM_MODEL``. With nothing configured it raises, naming the variables to set.
+    deterministic stand-in, no key). Backend, key and base URL come from the arguments, else
+    the environment (:func:`~agents.llm.connection.resolve_connection`: ``$HEURESIS_LLM_BACKEND``,
+    a base URL or ``$OPENAI_API_KEY`` → openai, ``$ANTHROPIC_API_KEY`` → anthropic). ``model``
+    defaults to ``$HEURESIS_LLM_MODEL``. With nothing configured it raises, naming the
+    variables to set.
     """
-    backend = backend or os.environ.get(ENV_BACKEND) or None
-    base_url = base_url or os.environ.get(ENV_BASE_URL) or None
-    if backend is None:
-        if base_url or os.environ.get("OPENAI_API_KEY") or api_key:
-            backend = "openai"
-        elif os.environ.get("ANTHROPIC_API_KEY"):
-            backend = "anthropic"
-        else:
-            raise _no_backend_error()
-    if backend not in BACKENDS:
-        raise UnknownNameError("LLM backend", backend, BACKENDS)
-    if backend == "heuristic":
+    connection = resolve_connection(backend, base_url, api_key)
+    if connection.backend == "heuristic":
         return make_heuristic_llm_policy(name=name if name != "llm" else "llm-heuristic",
                                          native_tools=native_tools, prices=prices)
     model = model or os.environ.get(ENV_MODEL) or None
-    if backend == "openai":
-        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-        if not (api_key or os.environ.get("OPENAI_API_KEY") or base_url):
-            raise _no_backend_error()
-        if model is None:
-            raise HeuresisError(f"name the model: pass model=... or set {ENV_MODEL} (for "
-                                "example gpt-4.1-mini, or the name your local server serves)")
-        from agents.llm.backends import OpenAIChatBackend
-
+    if model is None:
+        example = ("gpt-4.1-mini, or the name your local server serves"
+                   if connection.backend == "openai" else "claude-sonnet-4-5")
+        raise HeuresisError(f"name the model: pass model=... or set {ENV_MODEL} (for "
+                            f"example {example})")
+    if connection.backend == "openai":
         chat: ChatBackend = OpenAIChatBackend(
-            model, base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries,
-            temperature=temperature, max_tokens_parameter=max_tokens_parameter)
+            model, base_url=connection.base_url, api_key=connection.api_key, timeout=timeout,
+            max_retries=max_retries, temperature=temperature,
+            max_tokens_parameter=max_tokens_parameter)
     else:
-        base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
-        if not (api_key or os.environ.get("ANTHROPIC_API_KEY") or base_url):
-            raise _no_backend_error()
-        if model is None:
-            raise HeuresisError(f"name the model: pass model=... or set {ENV_MODEL} (for "
-                                "example claude-sonnet-4-5)")
-        from agents.llm.backends import AnthropicBackend
-
-        chat = AnthropicBackend(model, base_url=base_url, api_key=api_key, timeout=timeout,
-                                max_retries=max_retries, temperature=temperature,
-                                thinking_budget=thinking_budget)
+        chat = AnthropicBackend(model, base_url=connection.base_url, api_key=connection.api_key,
+                                timeout=timeout, max_retries=max_retries,
+                                temperature=temperature, thinking_budget=thinking_budget)
     return LLMPolicy(chat, name=name, prices=prices, native_tools=native_tools,
                      wall_reserve_seconds=wall_reserve_seconds)
 
@@ -508,9 +482,6 @@ def make_heuristic_llm_policy(name: str = "llm-heuristic", native_tools: bool = 
     """The LLM policy wired to a loopback server playing :class:`~agents.llm.server.
     HeuristicModel`: the full client path (``openai`` SDK, HTTP, parsing, final turn) with a
     deterministic model, no key and no network (the ``llm-heuristic`` entry point)."""
-    from agents.llm.backends import OpenAIChatBackend
-    from agents.llm.server import HEURISTIC_MODEL_NAME, ChatServer, HeuristicModel
-
     server = ChatServer(responder=HeuristicModel(max_tests=max_tests,
                                                  restore_alpha=restore_alpha),
                         model=HEURISTIC_MODEL_NAME)

@@ -31,6 +31,8 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from agents.llm.parsing import EdgeListError, find_json_action, parse_edge_list
+from agents.llm.prompts import FINAL_TURN_MARKER
 from heuresis_env.errors import HeuresisError
 
 OPENAI_PATH = "/v1/chat/completions"
@@ -512,8 +514,6 @@ class HeuristicModel:
     calls: list[str] = field(default_factory=list)
 
     def __call__(self, request: ChatRequest) -> ScriptedReply:
-        from agents.llm.prompts import FINAL_TURN_MARKER
-
         names = self._names(request.messages)
         history = self._history(request.messages)
         last = request.messages[-1] if request.messages else {}
@@ -552,8 +552,6 @@ class HeuristicModel:
     @staticmethod
     def _history(messages: Sequence[dict[str, Any]]) -> list[_Call]:
         """The actions taken so far with their results (native tool calls or text actions)."""
-        from agents.llm.parsing import find_json_action
-
         history: list[_Call] = []
         by_id: dict[str, _Call] = {}
         awaiting_text: _Call | None = None
@@ -590,8 +588,6 @@ class HeuristicModel:
     @staticmethod
     def _algorithm_edges(history: Sequence[_Call], name: str, names: Sequence[str]
                          ) -> list[str] | None:
-        from agents.llm.parsing import EdgeListError, parse_edge_list
-
         for call in history:
             if call.tool == "run_algorithm" and call.args.get("name") == name \
                     and call.result is not None:

@@ -1,0 +1,49 @@
+"""The loopback chat server's heuristic model (agents.llm.server): an episode end to end, and
+under the evaluation runner."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from agents.llm.policy import make_heuristic_llm_policy
+from heuresis_env.discovery.algorithms import run_algorithm
+from heuresis_env.evaluation.episode import EpisodeRunner, EpisodeTask, RunSpec
+from heuresis_env.graphs import Graph
+from heuresis_env.policy import EpisodeSettings
+from tests.agents.llm.llm_fixtures import make_env, play
+
+
+def test_heuristic_model_plays_an_episode_end_to_end():
+    settings = EpisodeSettings(max_steps=20, max_seconds=300, prompt_level=4)
+    policy = make_heuristic_llm_policy()
+    try:
+        result = play(policy, settings)
+    finally:
+        policy.close()
+    assert result.termination_reason == "submitted"
+    tools = [e["action"]["tool"] for e in policy.transcript() if e["event"] == "action"]
+    assert tools[:2] == ["run_algorithm", "run_algorithm"] and tools[-1] == "submit"
+    assert 3 <= len(tools) <= 6
+    env = make_env(settings)
+    _, info = env.reset(seed=0, options={"index": 0})
+    env.close()
+    pc_kci = run_algorithm("pc-kci", info["data"], info["names"])
+    submitted = Graph.from_dict(result.final_graph).skeleton()
+    assert np.all(submitted[pc_kci.graph.skeleton()])  # PC-KCI's edges are all kept
+    assert policy.usage()["cost_usd"] == 0.0 and policy.usage()["model_calls"] == len(tools)
+
+
+def test_heuristic_policy_under_the_evaluation_runner():
+    settings = EpisodeSettings(max_steps=4, max_seconds=300)
+    spec = RunSpec(policy="llm-heuristic", policy_options={}, settings=settings, d=5, n=200)
+    policy = make_heuristic_llm_policy(native_tools=False)
+    runner = EpisodeRunner(spec, "test", policy=policy)
+    try:
+        outcome = runner.run(EpisodeTask("wild/dev/0", "wild", "dev", 0, 0, 0))
+    finally:
+        runner.close()
+    record = outcome.record
+    assert record["error"] is None and record["termination_reason"] == "submitted"
+    assert record["tokens"]["prompt"] > 0 and record["cost_usd"] == 0.0
+    assert record["api_retries"] == 0
+    assert any(e["event"] == "model_call" for e in outcome.transcript)

@@ -12,7 +12,9 @@ import numpy as np
 
 from agents.routers.ledger import EVIDENCE_ACTIONS, ProposedTest
 from agents.routers.scratchpad import PendingAction, ScratchpadBase
+from heuresis_env.data import data_sha256
 from heuresis_env.errors import UnknownNameError
+from heuresis_env.seeding import instance_rng
 
 __all__ = ["BANDIT_STRATEGIES", "BanditScratchpadRouter", "bandit_scratchpad_router"]
 
@@ -26,8 +28,9 @@ class BanditScratchpadRouter(ScratchpadBase):
     of a pull is 1 when its result produced a surprise or changed a decision (or a restored
     edge's direction), else 0. ``strategy`` is ``"ucb1"`` (every available arm once, then the
     largest mean + √(2 ln t / n)) or ``"thompson"`` (Beta(1 + rewards, 1 + misses) draws).
-    Ties and draws use a generator seeded by (``seed``, the instance hash, the reset info's
-    ``seed`` when the environment supplies one), so an episode is reproducible.
+    Ties and draws use a generator from :func:`heuresis_env.seeding.instance_rng`: the
+    instance's data hash, then ``seed`` and the reset info's ``seed`` when the environment
+    supplies one, so an episode is reproducible.
     """
 
     name = "scratchpad-bandit"
@@ -40,13 +43,11 @@ class BanditScratchpadRouter(ScratchpadBase):
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
         super().reset(observation, info)
-        words = [int(self._sha256[k:k + 8], 16) for k in range(0, min(len(self._sha256), 32), 8)
-                 if all(c in "0123456789abcdefABCDEF" for c in self._sha256[k:k + 8])]
+        labels: list[str | int] = ["scratchpad-bandit", self.seed]
         episode = self._reset_seed
-        entropy = [self.seed, *words]
         if isinstance(episode, numbers.Integral) and not isinstance(episode, bool) and episode >= 0:
-            entropy.append(int(episode))
-        self._rng = np.random.default_rng(np.random.SeedSequence(entropy))
+            labels += ["episode", int(episode)]
+        self._rng = instance_rng(data_sha256(self._data), *labels)
         self._pulls = {arm: 0 for arm in EVIDENCE_ACTIONS}
         self._rewards = {arm: 0.0 for arm in EVIDENCE_ACTIONS}
         self._history: list[dict[str, Any]] = []

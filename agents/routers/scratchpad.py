@@ -87,7 +87,6 @@ class ScratchpadBase(Policy):
         self._data = validate_data(info["data"])
         validate_names(self._names, self._data.shape[1])
         self._guided = bool(info.get("guided", False))
-        self._sha256 = str(info.get("sha256") or "")
         self._reset_seed = info.get("seed")
         self._started = time.perf_counter()
         self._phase = "start"

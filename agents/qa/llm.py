@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agents.llm.backends import BackendError, ChatBackend, ChatReply
+from agents.llm.backends import BackendError, ChatBackend
+from agents.llm.messages import ChatReply
 from agents.llm.parsing import EdgeListError, ExtractedAction, extract_action, parse_edge_list
 from agents.llm.policy import LLMPolicy, _Pending, make_llm_policy
 from agents.llm.prices import PriceTable

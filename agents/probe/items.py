@@ -25,8 +25,8 @@ from heuresis_env.generation import (
     InstanceKey,
     bnlearn_structure,
     generate_instance,
+    tuebingen_pairs,
 )
-from heuresis_env.generation.datasets import tuebingen_pairs
 from heuresis_env.graphs import Graph
 from heuresis_env.seeding import text_seed
 

@@ -24,6 +24,7 @@ from agents.llm import ChatBackend, EdgeListError, parse_edge_list
 from agents.probe.items import (
     ARMS,
     SYSTEM_PROMPT,
+    UNNAMED_KEYS,
     NetworkItem,
     network_items,
     pair_items,
@@ -168,8 +169,6 @@ def run_probe(backend: ChatBackend, backend_name: str, seed: int = 0,
               unnamed_count: int = 8, max_pairs: int | None = None,
               progress: Callable[[str], None] | None = None) -> ProbeResult:
     """Ask every question of ``arms`` once and score the answers."""
-    from agents.probe.items import UNNAMED_KEYS
-
     started = time.perf_counter()
     kwargs: dict[str, Any] = {"unnamed": UNNAMED_KEYS[:unnamed_count]}
     if networks is not None:

@@ -18,6 +18,7 @@ from heuresis_env.generation.datasets import (
     read_table,
     register_dataset,
     register_instance,
+    tuebingen_pairs,
 )
 from heuresis_env.generation.families import (
     BENCHMARK_FAMILIES,
@@ -77,4 +78,5 @@ __all__ = [
     "r2_sortability", "register_family", "register_mechanism_kind", "resolve_salt",
     "sample_dag", "sample_scm", "save_instance", "save_split", "split_directory",
     "varsortability",
+    "tuebingen_pairs",
 ]

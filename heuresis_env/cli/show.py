@@ -121,7 +121,8 @@ def run(args: argparse.Namespace) -> int:
         instances = load_split(target)
         print(f"split {target}: {len(instances)} instances")
         for instance in instances:
-            edges = f"  {instance.record.dag.n_edges():>3} edges" if args.reveal else ""
+            edges = (f"  {instance.record.require_graph('--reveal').n_edges():>3} edges"
+                     if args.reveal else "")
             print(f"  {instance.key.slug}  {instance.sha256[:16]}{edges}")
         return 0
     if target.exists() or (target.parent / (target.name + ".json")).exists():

@@ -37,7 +37,7 @@ def _check_graphs(graphs: Sequence[Graph]) -> tuple[str, ...]:
 def vote_counts(graphs: Sequence[Graph]) -> np.ndarray:
     """Symmetric d × d matrix: how many of ``graphs`` have an edge on each pair."""
     _check_graphs(graphs)
-    return np.sum([graph.skeleton() for graph in graphs], axis=0, dtype=np.int64)
+    return np.asarray(np.sum([graph.skeleton() for graph in graphs], axis=0, dtype=np.int64))
 
 
 def merge_k(graphs: Sequence[Graph], k: int) -> Graph:

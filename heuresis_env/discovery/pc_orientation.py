@@ -52,7 +52,7 @@ cycle (the tests and ``docs/baselines.md`` give the measured counts).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -217,7 +217,7 @@ def _deleting_level_sets(d: int, pairs: list[tuple[int, int]], deleting_sets: De
                     adjacency[a, b] = adjacency[b, a] = False
             frozen_at[level] = adjacency
         adjacency = frozen_at[level]
-        sets = []
+        sets: list[tuple[int, tuple[int, ...]]] = []
         for end, other in ((x, y), (y, x)):  # x < y: causal-learn visits x's turn first
             neighbours = [v for v in np.flatnonzero(adjacency[end]).tolist() if v != other]
             sets.extend((end, c) for c in itertools.combinations(neighbours, level)
@@ -232,7 +232,7 @@ def _neighbourhood_sets(skeleton: np.ndarray, pair: tuple[int, int], max_depth: 
     """CPC's and MPC's separating sets of (x, y): every subset of adj(x), then of adj(y), in
     the final skeleton (at most ``max_depth`` elements) with p > α."""
     x, y = pair
-    sets = []
+    sets: list[tuple[int, tuple[int, ...]]] = []
     for end in (x, y):
         neighbours = np.flatnonzero(skeleton[end]).tolist()
         largest = len(neighbours) if max_depth is None else min(len(neighbours), max_depth)
@@ -295,7 +295,7 @@ class _CausalLearnPattern:
         arrows = [(c, r) for r, c in zip(*np.nonzero(self.g == 1), strict=True)]
         return [(int(a), int(b)) for a, b in tails + arrows]
 
-    def apply_meek_rules(self, ambiguous: set[tuple[int, int, int]] = frozenset()) -> None:
+    def apply_meek_rules(self, ambiguous: Set[tuple[int, int, int]] = frozenset()) -> None:
         """``Meek.meek``: R1, R2, R3 swept over lists fixed before the first sweep, until no
         edge changes. R1 does not fire through an ambiguous triple, nor R3 through an
         ambiguous triple j — i — k (pcalg's rule for CPC and MPC)."""

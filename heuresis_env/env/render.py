@@ -38,7 +38,7 @@ def draw_graphs(panels: Sequence[tuple[str, Graph]], size: float = 4.0,
                               markeredgecolor="0.2")
         axes.scatter(xy[:, 0], xy[:, 1], s=420, c="#dbe9f6", edgecolors="#2b5d8a", zorder=3)
         for node, name in enumerate(graph.names):
-            axes.text(*xy[node], name, ha="center", va="center", fontsize=8, zorder=4)
+            axes.text(float(xy[node, 0]), float(xy[node, 1]), name, ha="center", va="center", fontsize=8, zorder=4)
         axes.set_title(f"{title} ({graph.n_edges()} edges)", fontsize=10)
         axes.set_xlim(-1.3, 1.3)
         axes.set_ylim(-1.3, 1.3)

@@ -94,7 +94,7 @@ def replay_trace(path: str | os.PathLike, salt: str | None = None) -> ReplayRepo
         options = ({"question": header["question"]["id"]} if header.get("question")
                    else {"index": header["instance"]["index"]})
         _, _ = env.reset(seed=header.get("seed"), options=options)
-        if env.unwrapped.instance_sha256 != header["instance"]["sha256"]:
+        if env.instance_sha256 != header["instance"]["sha256"]:
             raise HeuresisError(f"{trace.path}: the regenerated instance differs from the "
                                 "recorded one (another generator version or salt)")
         mismatches = []
@@ -109,12 +109,12 @@ def replay_trace(path: str | os.PathLike, salt: str | None = None) -> ReplayRepo
             action = record["rl_action"] if "rl_action" in record else record["action"]
             observation, _, terminated, truncated, info = env.step(action)
             done = terminated or truncated
-            digest = env.unwrapped.last_output_digest
+            digest = env.last_output_digest
             if digest != record.get("output_sha256"):
                 mismatches.append(int(record["step"]))
         if not done:
-            info = env.unwrapped.end_episode("replay_end")
-        replayed_graph = env.unwrapped.working_graph
+            info = env.end_episode("replay_end")
+        replayed_graph = env.working_graph
     finally:
         env.close()
     end = trace.end or {}

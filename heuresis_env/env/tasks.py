@@ -73,14 +73,21 @@ class QuestionTask:
         self._referee = make_question_referee(question)
         return self.public
 
+    def _opened(self) -> tuple[PublicQuestion, dict[str, Callable]]:
+        """The open question's public part and referee (``open`` runs in ``reset``)."""
+        if self.public is None or self._referee is None:
+            raise HeuresisError("no question is open: call reset() first")
+        return self.public, self._referee
+
     def info(self) -> dict[str, Any]:
         """The public question for ``reset``'s info (variables by position and by name)."""
-        return {**self.public.to_dict(self.names), "text": self.public.text(self.names),
+        public, _ = self._opened()
+        return {**public.to_dict(self.names), "text": public.text(self.names),
                 "name_mode": self.name_mode}
 
     def statement(self, n: int, budget: str, tool_lines: Sequence[str]) -> str:
         """The first observation's text in a question episode."""
-        public, names = self.public, self.names
+        (public, _), names = self._opened(), self.names
         kind = public.info
         naming = ("names and order carry no information" if self.name_mode == "anonymous"
                   else "the columns are in random order")
@@ -108,11 +115,11 @@ class QuestionTask:
         ])
 
     def scores(self, answer: Any) -> dict[str, float]:
-        return self._referee["scores"](answer)
+        return self._opened()[1]["scores"](answer)
 
     def outcome(self, answer: Any) -> dict[str, Any]:
         """The question, its truth and the answer: for the final info, after the episode."""
-        return {**self._referee["outcome"](answer), "name_mode": self.name_mode}
+        return {**self._opened()[1]["outcome"](answer), "name_mode": self.name_mode}
 
 
 def _question_id(value: Any, size: int, split: str) -> int:

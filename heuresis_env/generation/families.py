@@ -277,4 +277,5 @@ def sample_scm(family: str | FamilySpec, d: int, rng: np.random.Generator,
         kind = get_mechanism_kind(entry.kind)
         params = kind.draw_params(len(parents), entry.resolved_ranges(), rng)
         mechanisms[j] = NodeMechanism(entry.kind, parents, params)
-    return SCM(names, adjacency, tuple(mechanisms))
+    assert all(m is not None for m in mechanisms)  # a topological order visits every node
+    return SCM(names, adjacency, tuple(m for m in mechanisms if m is not None))

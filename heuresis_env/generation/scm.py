@@ -84,7 +84,7 @@ def sample_dag(d: int, rng: np.random.Generator, model: str = "er",
         raise HeuresisError(f"expected_degree must be a positive number, got {expected_degree!r}")
     d = int(d)
     order = rng.permutation(d)  # order[k] is the node at causal position k
-    position_adjacency = np.zeros((d, d), dtype=bool)  # over causal positions, upper triangular
+    position_adjacency: np.ndarray = np.zeros((d, d), dtype=bool)  # over causal positions, upper triangular
     if model == "er":
         p = min(1.0, expected_degree / (d - 1))
         draws = rng.random((d, d))
@@ -303,7 +303,7 @@ def _map_kind(name: str, description: str, map_function, extra_params, extra_ran
                                  params["output_sd"])
         return np.add(standardized, np.multiply(noise, params["noise_scale"]))
 
-    def calibrate(parents, params):
+    def calibrate(parents: np.ndarray, params: dict[str, Any]) -> dict[str, float]:
         constants: dict[str, float] = {}
         if needs_knot:
             z = sequential_dot(parents, params["weights"])
@@ -573,7 +573,8 @@ class SCM:
         edges of an intervened node are cut: its mechanism is not evaluated. With
         ``standardize=False`` the raw values are returned (what the mechanisms produce).
         """
-        if not self.is_calibrated:
+        means, sds = self.column_means, self.column_sds
+        if means is None or sds is None:
             raise HeuresisError("this SCM has no stored column constants; build it with "
                                 "calibrate_scm(...) before sampling")
         n = _check_rows(n)
@@ -591,11 +592,11 @@ class SCM:
             if not math.isfinite(value):
                 raise HeuresisError(f"intervention value for {name!r} must be finite")
             standardized_values[j] = value
-            raw_interventions[j] = float(self.column_means[j] + self.column_sds[j] * value)
+            raw_interventions[j] = float(means[j] + sds[j] * value)
         raw, _ = self._simulate(n, rng, raw_interventions, calibrate=False)
         if not standardize:
             return raw
-        standardized = np.divide(np.subtract(raw, self.column_means), self.column_sds)
+        standardized = np.divide(np.subtract(raw, means), sds)
         for j, value in standardized_values.items():
             standardized[:, j] = value  # exact, free of the round trip's rounding
         return standardized

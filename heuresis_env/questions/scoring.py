@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -49,7 +49,7 @@ def score_answer(question: Question, answer: Answer) -> dict[str, float]:
         if not answered:
             return {"correct": 0.0, "answered": 0.0, "abs_error": math.nan,
                     "rel_error": math.nan}
-        value = float(answer)
+        value = float(cast(float, answer))
         error = abs(value - truth.value)
         relative = error / abs(truth.value) if truth.value else math.inf
         return {"correct": float(relative <= EFFECT_TOLERANCE), "answered": 1.0,

@@ -321,7 +321,7 @@ class _Drawer:
 
     def _candidate(self, kind: QuestionKind, wanted: bool | None, instance: Instance
                    ) -> tuple[dict[str, Any], Truth] | None:
-        dag = instance.record.dag.directed_adjacency()
+        dag = instance.record.require_graph("a causal question").directed_adjacency()
         if kind.balanced:
             for _ in range(MAX_PROPOSALS):
                 proposal = _propose_yes_no(kind.name, dag, self.rng)
@@ -429,7 +429,7 @@ def build_question_set(family: str, split: str, d: int = 10, n: int = 600,
                 answers += [first, not first]
             wanted[kind.name] = answers
     drawer = _Drawer(family, split, d, n, graph_model, salt, rng)
-    questions = []
+    questions: list[Question] = []
     for round_number in range(rounds):
         for kind in KINDS.values():
             answer = wanted[kind.name][round_number] if kind.balanced else None

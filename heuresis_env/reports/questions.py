@@ -75,6 +75,10 @@ def _of_level(level: str) -> Callable[[EpisodeRecord], bool]:
     return lambda e: _question(e).get("level") == level
 
 
+def _score_of(name: str) -> Callable[[EpisodeRecord], float]:
+    return lambda episode: episode.score(name)
+
+
 def _of_kind(kind: str) -> Callable[[EpisodeRecord], bool]:
     return lambda e: _question(e).get("kind") == kind
 
@@ -134,7 +138,8 @@ def level_table(arms: Sequence[QuestionArm], settings: Settings) -> Table:
                   ["policy", "family", *LEVELS, "all", "unanswered"])
     for arm in arms:
         for family in _families([arm]):
-            cells, values = [], {"label": arm.label, "family": family}
+            cells: list[str] = []
+            values: dict[str, Any] = {"label": arm.label, "family": family}
             for level in (*LEVELS, ALL):
                 keep = (lambda e: True) if level == ALL else _of_level(level)
                 text, numbers = _accuracy(arm.per_question(keep, family=family), settings)
@@ -159,7 +164,8 @@ def subtype_table(arms: Sequence[QuestionArm], settings: Settings) -> Table:
                   "interval, questions)", ["policy", "sub-type", "level", *families])
     for arm in arms:
         for kind in KINDS.values():
-            cells, values = [], {"label": arm.label, "kind": kind.name}
+            cells: list[str] = []
+            values: dict[str, Any] = {"label": arm.label, "kind": kind.name}
             for family in families:
                 text, numbers = _accuracy(arm.per_question(_of_kind(kind.name), family=family),
                                           settings)
@@ -182,7 +188,8 @@ def grade_table(arms: Sequence[QuestionArm], settings: Settings) -> Table:
                    "ATE median abs. error"])
     for arm in arms:
         for family in _families([arm]):
-            cells, values = [], {"label": arm.label, "family": family}
+            cells: list[str] = []
+            values: dict[str, Any] = {"label": arm.label, "family": family}
             for kind in ("whole_graph", "partial_graph"):
                 f1 = arm.per_question(_of_kind(kind), lambda e: e.score("f1"), family)
                 seed = comparison_seed(settings.seed, "qa_f1", arm.label, family, kind)
@@ -200,7 +207,7 @@ def grade_table(arms: Sequence[QuestionArm], settings: Settings) -> Table:
             cells.append(fmt(float(np.mean(effect)), 2) if effect else MISSING)
             for name in ("rel_error", "abs_error"):
                 errors = [v for v in arm.per_question(_of_kind("average_effect"),
-                                                      lambda e, n=name: e.score(n), family)
+                                                      _score_of(name), family)
                           if not math.isnan(v)]
                 values[f"median_{name}"] = float(np.median(errors)) if errors else math.nan
                 cells.append(fmt(values[f"median_{name}"]))

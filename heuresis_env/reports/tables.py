@@ -260,7 +260,8 @@ def headline_table(loaded: LoadedRuns, settings: Settings,
                   ["policy", *families, "truncated"])
     for arm in loaded.arms:
         bca = None if arm.policy == BCA else reference_arm(loaded.arms, BCA, arm)
-        cells, values = [], {"label": arm.label}
+        cells: list[str] = []
+        values: dict[str, Any] = {"label": arm.label}
         links = [link(arm, ALL) if link else None]
         for family in families:
             cell = arm_cell(arm, family)

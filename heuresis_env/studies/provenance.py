@@ -117,8 +117,8 @@ class EpisodeProvenance:
     n_added_unexplained_true: int
     final_f1: float
     pc_kci_f1: float
+    true_dag: Graph
     full_outputs: list[Graph] = field(default_factory=list)
-    true_dag: Graph | None = None
 
 
 def episode_provenance(run: RunDirectory, episode: EpisodeRecord) -> EpisodeProvenance | None:
@@ -203,7 +203,8 @@ def provenance_cell(label: str, family: str,
     """Sum the episodes' counts and choose merge* over the episodes with a full output."""
 
     mergeable = [p for p in items if p.full_outputs]
-    k_best, means = None, []
+    k_best: int | None = None
+    means: list[float] = []
     merge_values: list[float] = []
     if mergeable:
         k_best, means = best_k([p.full_outputs for p in mergeable],

@@ -226,7 +226,7 @@ def comparison(truth: list[list[Any]], submitted: list[list[Any]]) -> dict[str, 
     """Correct, missing and extra adjacencies of the submitted graph against the truth (pairs
     sorted by name), as the adjacency F1 counts them."""
     def pairs(edges: Iterable[Sequence[Any]]) -> set[tuple[str, str]]:
-        return {tuple(sorted((str(e[0]), str(e[1])))) for e in edges}
+        return {(min(str(e[0]), str(e[1])), max(str(e[0]), str(e[1]))) for e in edges}
 
     true_pairs, found = pairs(truth), pairs(submitted)
     return {"correct": sorted(map(list, true_pairs & found)),
@@ -254,6 +254,8 @@ class _Truths:
                 self.failed[str(run.path)] = str(exc)
             return None, str(exc)
         edges = graph_edges(instance.record.dag)
+        if edges is None:
+            return None, "this data table was given without a true graph"
         self.graphs[episode.instance_sha256] = edges
         return edges, None
 

@@ -126,7 +126,7 @@ def _rl_section() -> list[str]:
              "submit": "`submit()`"}
     for operation in RL_OPERATIONS:
         tool = providers.get(operation)
-        if tool is None:
+        if tool is None or tool.rl is None:
             continue
         lines.append(f"| {operation} | {calls.get(operation, tool.name)} | "
                      f"{ranges[tool.rl.pairs]} |")

@@ -28,7 +28,7 @@ class UnknownNameError(HeuresisError, KeyError):
         super().__init__(message)
 
     def __str__(self) -> str:  # KeyError would otherwise quote the whole message
-        return self.args[0]
+        return str(self.args[0])
 
 
 class InstanceFormatError(HeuresisError):

@@ -187,15 +187,15 @@ class Graph:
 
     def skeleton(self) -> np.ndarray:
         """Symmetric boolean adjacency (edges without direction)."""
-        return self.marks != 0
+        return np.asarray(self.marks != 0)
 
     def directed_adjacency(self) -> np.ndarray:
         """Boolean matrix of the directed edges only: ``[i, j]`` is True for i → j."""
-        return (self.marks == EdgeMark.ARROW) & (self.marks.T == EdgeMark.TAIL)
+        return np.asarray((self.marks == EdgeMark.ARROW) & (self.marks.T == EdgeMark.TAIL))
 
     def undirected_adjacency(self) -> np.ndarray:
         """Symmetric boolean matrix of the undirected (tail–tail) edges."""
-        return (self.marks == EdgeMark.TAIL) & (self.marks.T == EdgeMark.TAIL)
+        return np.asarray((self.marks == EdgeMark.TAIL) & (self.marks.T == EdgeMark.TAIL))
 
     def n_edges(self) -> int:
         return int(np.count_nonzero(np.triu(self.skeleton())))
@@ -440,13 +440,13 @@ def apply_meek_rules(pdag: np.ndarray) -> np.ndarray:
     d = p.shape[0]
 
     def undirected(a: int, b: int) -> bool:
-        return p[a, b] and p[b, a]
+        return bool(p[a, b] and p[b, a])
 
     def directed(a: int, b: int) -> bool:
-        return p[a, b] and not p[b, a]
+        return bool(p[a, b] and not p[b, a])
 
     def adjacent(a: int, b: int) -> bool:
-        return p[a, b] or p[b, a]
+        return bool(p[a, b] or p[b, a])
 
     changed = True
     while changed:

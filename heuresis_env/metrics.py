@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -260,7 +261,8 @@ def _empty_result(confidence: float, n_dropped: int, n_resamples: int) -> Bootst
 _BATCH_CELLS = 1 << 22
 
 
-def _percentile_bootstrap(samples: tuple[np.ndarray, ...], statistic, rng: np.random.Generator,
+def _percentile_bootstrap(samples: tuple[np.ndarray, ...],
+                          statistic: Callable[..., np.ndarray], rng: np.random.Generator,
                           n_resamples: int, confidence: float, n_dropped: int
                           ) -> BootstrapResult:
     """``scipy.stats.bootstrap`` with the percentile method, as a :class:`BootstrapResult`.
@@ -285,11 +287,11 @@ def _percentile_bootstrap(samples: tuple[np.ndarray, ...], statistic, rng: np.ra
 
 
 def _mean(values: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.mean(values, axis=axis)
+    return np.asarray(np.mean(values, axis=axis))
 
 
 def _difference_of_means(first: np.ndarray, second: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.mean(first, axis=axis) - np.mean(second, axis=axis)
+    return np.asarray(np.mean(first, axis=axis) - np.mean(second, axis=axis))
 
 
 def paired_bootstrap(a: object, b: object | None = None, n_resamples: int = 10_000,

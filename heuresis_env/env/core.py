@@ -6,7 +6,11 @@ when an environment is built or reset.
 
 from __future__ import annotations
 
+import hashlib
+import inspect
+import os
 import string
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -33,6 +37,7 @@ from heuresis_env.env.toolbox.registry import (
     ParsedAction,
     ToolResult,
     check_configuration,
+    describe_exception,
     parse_action,
 )
 from heuresis_env.env.toolbox.state import TARGETS, EpisodeState
@@ -42,10 +47,12 @@ from heuresis_env.evidence import EvidenceProvider, start_graph_for_edits
 from heuresis_env.generation.datasets import dataset_instance, register_instance
 from heuresis_env.generation.families import available_families
 from heuresis_env.generation.instances import (
+    TEST_SALT_ENV,
     Instance,
     InstanceKey,
     available_sources,
     get_source,
+    resolve_salt,
     split_size,
 )
 from heuresis_env.graphs import Graph
@@ -66,10 +73,12 @@ TERMINATION_REASONS = ("submitted", "step_budget", "wall_time", "aborted", "repl
 # ---- instances and the referee ------------------------------------------------------------------
 
 def observation_text(text: str) -> str:
-    """Text fit for the observation space: printable ASCII (others escaped), length-capped."""
+    """Text fit for the observation space: printable ASCII, every other character — control
+    characters such as NUL or BEL included — written as its Python escape (``\\x00``,
+    ``\\u2028``), length-capped."""
     if not all(c in OBSERVATION_CHARSET for c in text):
         text = "".join(c if c in OBSERVATION_CHARSET else
-                       c.encode("ascii", "backslashreplace").decode("ascii") for c in text)
+                       c.encode("unicode_escape").decode("ascii") for c in text)
     if len(text) > MAX_OBSERVATION_CHARS:
         note = f"\n[output cut: {len(text) - MAX_OBSERVATION_CHARS + 80} characters omitted]"
         text = text[:MAX_OBSERVATION_CHARS - 80] + note
@@ -100,6 +109,48 @@ def _check_task(task: str, name_mode: str, interface: str, reward: str, toolbox:
     if guided and name_mode == "decoy":
         raise HeuresisError("decoy names and the guided start do not combine (the start "
                             "graph is cached under the anonymous names); pass guided=False")
+
+
+#: what ``env.spec.kwargs["salt"]`` holds instead of a test salt: this prefix and the salt's
+#: SHA-256, so that a spec can be printed, saved and shared without the secret
+SEALED_SALT_PREFIX = "sealed-test-salt-sha256:"
+
+
+def sealed_salt_marker(salt: str) -> str:
+    """The stand-in for ``salt`` in a spec (the salt's digest, never the salt)."""
+    return SEALED_SALT_PREFIX + hashlib.sha256(salt.encode()).hexdigest()
+
+
+def _resolve_env_salt(split: str, salt: Any) -> str | None:
+    """The salt that seals this environment: ``salt``, else ``$HEURESIS_TEST_SALT`` (test
+    split only). A spec's stand-in is resolved from ``$HEURESIS_TEST_SALT`` when the digests
+    match; the error never shows a salt."""
+    if salt is not None and not isinstance(salt, str):
+        raise HeuresisError(f"salt must be a string or None, got a {type(salt).__name__}")
+    if salt and salt.startswith(SEALED_SALT_PREFIX):
+        secret = os.environ.get(TEST_SALT_ENV) or ""
+        if not secret or sealed_salt_marker(secret) != salt:
+            raise HeuresisError(
+                "this environment's spec stands for a sealed test split; set "
+                f"${TEST_SALT_ENV} to the salt it was made with (its SHA-256 is "
+                f"{salt[len(SEALED_SALT_PREFIX):][:16]}…) or pass salt=...")
+        salt = secret
+    return resolve_salt(split, salt or None)
+
+
+def _time_limit_around(env: gym.Env) -> int | None:
+    """The step limit of a ``TimeLimit`` wrapper (``gym.make(..., max_episode_steps=k)``) that
+    is calling into ``env`` right now, or None. Gymnasium never tells the environment about
+    it, so the calling frames are asked (once per reset)."""
+    frame = sys._getframe(2)
+    for _ in range(64):
+        if frame is None:
+            return None
+        owner = frame.f_locals.get("self")
+        if isinstance(owner, gym.wrappers.TimeLimit) and owner.unwrapped is env:
+            return int(owner._max_episode_steps)
+        frame = frame.f_back
+    return None
 
 
 def _check_int(name: str, value: Any, low: int) -> int:
@@ -258,6 +309,20 @@ class HeuresisEnv(gym.Env):
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
+    @property
+    def spec(self):
+        """The Gymnasium spec, with a test salt replaced by its stand-in
+        (:func:`sealed_salt_marker`): specs are printed, saved and passed around."""
+        return self.__dict__.get("_spec")
+
+    @spec.setter
+    def spec(self, value) -> None:
+        kwargs = getattr(value, "kwargs", None)
+        salt = kwargs.get("salt") if isinstance(kwargs, dict) else None
+        if isinstance(salt, str) and salt and not salt.startswith(SEALED_SALT_PREFIX):
+            value = replace(value, kwargs={**kwargs, "salt": sealed_salt_marker(salt)})
+        self.__dict__["_spec"] = value
+
     def __init__(self, family: str | None = "lg", split: str = "dev", guided: bool = False,
                  max_steps: int = DEFAULT_MAX_STEPS,
                  max_seconds: float | None = DEFAULT_MAX_SECONDS,
@@ -269,7 +334,12 @@ class HeuresisEnv(gym.Env):
                  name_mode: str = "anonymous", questions: Sequence[int] | None = None,
                  data: Any = None, names: Sequence[str] | None = None, graph: Any = None,
                  anonymize: bool = False, standardize: bool = True,
-                 dataset_name: str = "dataset"):
+                 dataset_name: str = "dataset", **unknown: Any):
+        if unknown:  # a HeuresisError, not a TypeError: gym.make would print every kwarg
+            raise HeuresisError(
+                f"unknown argument(s) {sorted(unknown)} for a Heuresis environment; known: "
+                f"{', '.join(ENV_ARGUMENTS)}" + (
+                    ". The step budget is max_steps" if "max_episode_steps" in unknown else ""))
 
         self._table: Instance | None = None
         if data is not None or family is None:
@@ -296,7 +366,7 @@ class HeuresisEnv(gym.Env):
         self.family, self.split, self.guided = family, split, bool(guided)
         self.target, self.toolbox, self.reward_mode = target, toolbox, reward
         self.interface, self.render_mode = interface, render_mode
-        self.max_steps = _check_int("max_steps", max_steps, 1)
+        self.max_steps = self._configured_max_steps = _check_int("max_steps", max_steps, 1)
         if max_seconds is not None and (isinstance(max_seconds, bool) or not isinstance(
                 max_seconds, int | float) or not max_seconds > 0):
             raise HeuresisError(f"max_seconds must be a positive number or None, "
@@ -320,7 +390,13 @@ class HeuresisEnv(gym.Env):
                                     f"0..{size - 1} (the {split} split), got {list(indices)}")
         self.trace_path = None if trace_path is None else Path(trace_path)
         self.rl_text = bool(rl_text)
-        self._salt_holder = (lambda: salt) if salt else (lambda: None)
+        sealed_salt = _resolve_env_salt(split, salt)
+        if sealed_salt is not None and reward == "shaped":
+            raise HeuresisError(
+                "reward='shaped' pays the change in F1 of every edit, so it reveals the true "
+                "skeleton one edit at a time; it is refused on a sealed test split. Train on "
+                "the dev split, or use reward='f1'")
+        self._salt_holder = (lambda: sealed_salt) if sealed_salt else (lambda: None)
         self.names = tuple(f"X{i + 1}" for i in range(self.d))
         self._offered = available_tools(toolbox, self.guided, task)
         self._task = None if task == "graph" else QuestionTask(
@@ -463,7 +539,11 @@ class HeuresisEnv(gym.Env):
     # ---- reset -------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
-
+        # gym.make(..., max_episode_steps=k) wraps the env in TimeLimit, which would cut the
+        # episode at step k without scoring it: its k becomes this episode's step budget
+        limit = _time_limit_around(self)
+        self.max_steps = (self._configured_max_steps if limit is None
+                          else min(self._configured_max_steps, limit))
         options = dict(options or {})
         unknown = sorted(set(options) - {"index", "question"})
         if unknown or (self._task is None and "question" in options):
@@ -522,7 +602,7 @@ class HeuresisEnv(gym.Env):
         self._open_trace(seed, index)
         self._started = time.perf_counter()
         info = {"instance_index": index, "split": self.split, "sha256": public.sha256,
-                "instance": public.key.to_dict(),
+                "instance": public.key.to_dict(), "sealed": public.sealed,
                 # the task's public input, for scripted policies that compute on it directly
                 "data": public.X.copy(), "names": list(names),
                 "guided": self.guided, "n_tools": len(self._offered)}
@@ -603,9 +683,38 @@ class HeuresisEnv(gym.Env):
         step_start = time.perf_counter()
         self._steps_used += 1
         self._state.call_number = self._steps_used
+        before = self._state.working_graph.marks.copy()
+        try:
+            if self._rl is not None:
+                return self._step_rl(action, step_start)
+            return self._step_text(action, step_start)
+        except Exception as exc:  # noqa: BLE001 - whatever the action object, an error step
+            if self._episode_over:
+                raise
+            return self._failed_step(action, before, exc, step_start)
+
+    def _failed_step(self, action: Any, before: np.ndarray, exc: Exception,
+                     step_start: float):
+        """An action whose handling raised is a rejected action like any other: its error is
+        the observation, the step counts, and the working graph is restored."""
+        state = self._state
+        state.working_graph = type(state.working_graph)(state.names, before)
         if self._rl is not None:
-            return self._step_rl(action, step_start)
-        return self._step_text(action, step_start)
+            self._rl.resynchronize(state)
+        elif self.reward_mode == "shaped":
+            self._shaped_f1 = self._referee["f1_of_marks"](before)[0]
+        error = f"the action could not be handled ({describe_exception(exc)})"
+        self._last_text = observation_text(f"Error: {error}")
+        self._last_error = observation_text(error)
+        info: dict[str, Any] = {"error": error}
+        if self._rl is None:
+            info = {"step": self._steps_used, "tool": None, "error": error, "data": {}}
+        if self._trace is not None:
+            try:
+                self._record_step(action, None, error, before, step_start, None)
+            except Exception:  # noqa: BLE001 - the trace is best effort for such an action
+                pass
+        return self._finish_step(0.0, False, info)
 
     def _step_text(self, action: Any, step_start: float):
 
@@ -814,3 +923,9 @@ class HeuresisEnv(gym.Env):
     def close(self) -> None:
         self._close_episode_resources()
         super().close()
+
+
+#: the environment's keyword arguments (any other is refused, naming these)
+ENV_ARGUMENTS: tuple[str, ...] = tuple(
+    name for name in inspect.signature(HeuresisEnv.__init__).parameters
+    if name not in ("self", "unknown"))

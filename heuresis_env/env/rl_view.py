@@ -37,7 +37,7 @@ import numpy as np
 from gymnasium import spaces
 
 from heuresis_env.env.toolbox.graph_tools import ACYCLIC_TARGETS, graph_summary
-from heuresis_env.env.toolbox.registry import RL_OPERATIONS, TOOLS, Tool
+from heuresis_env.env.toolbox.registry import RL_OPERATIONS, TOOLS, Tool, describe_object
 from heuresis_env.env.toolbox.state import EpisodeState
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evidence import FEATURE_NAMES, PairEvidence, unordered_pairs
@@ -103,6 +103,7 @@ class RLOutcome:
     i: int
     j: int
     error: str | None = None
+    index: int | None = None  # the action's index in the table (None: not a valid index)
     submitted: bool = False
     reward: float = 0.0
     arguments: dict[str, Any] | None = None
@@ -111,13 +112,17 @@ class RLOutcome:
 
 
 def action_index(action: Any) -> int | None:
-    """An integer action (Python or NumPy integer, or a 0-d/1-element integer array)."""
+    """An integer action (Python or NumPy integer, or a 0-d/1-element integer array); None
+    for anything else, whatever the object does."""
     if type(action) is int:
         return action
-    if isinstance(action, np.integer):
-        return int(action)
-    if isinstance(action, np.ndarray) and action.size == 1 and action.dtype.kind in "iu":
-        return int(action.reshape(()))
+    try:
+        if isinstance(action, np.integer):
+            return int(action)
+        if type(action) is np.ndarray and action.size == 1 and action.dtype.kind in "iu":
+            return int(action.reshape(()))
+    except Exception:  # noqa: BLE001 - a hostile subclass is an invalid action
+        return None
     return None
 
 
@@ -201,6 +206,7 @@ class RLInterface:
         self._reach = None  # reachability of the directed part, kept up to date when cheap
         self._shaped = shaped
         if shaped:
+            self._f1_of_marks = referee["f1_of_marks"]
             self._f1_from_counts = referee["f1_from_counts"]
             self._is_true_pair = referee["is_true_pair"]
             _, self._true_positives, self._n_predicted = referee["f1_of_marks"](
@@ -262,19 +268,28 @@ class RLInterface:
 
     # ---- one action ----------------------------------------------------------------------------
     def execute(self, state: EpisodeState, action: Any, record: bool = False) -> RLOutcome:
+        """Run one action. Validity is decided by :meth:`action_masks` alone: an action the
+        mask rules out (out of range, not an integer, or masked) is an error step that changes
+        nothing, so the step and the mask cannot disagree."""
         index = action_index(action)
         if index is None:
             return RLOutcome("invalid", "", -1, -1, error=(
-                f"an RL action is an integer in 0..{self.n_actions - 1}, got {action!r}"[:300]))
+                f"an RL action is an integer in 0..{self.n_actions - 1}, got "
+                f"{describe_object(action, 200)}"))
         if not 0 <= index < self.n_actions:
             return RLOutcome("invalid", "", -1, -1, error=(
                 f"RL action {index} is out of range 0..{self.n_actions - 1}"))
         operation, i, j = self._operation[index], self._i[index], self._j[index]
-        outcome = RLOutcome(operation, self._tools[operation].name, i, j)
+        outcome = RLOutcome(operation, self._tools[operation].name, i, j, index=index)
         if record:
             outcome.arguments = self._tools[operation].rl.make_args(state, i, j)
             if i >= 0:
                 outcome.before = state.edge_text(i, j)
+        if self._mask is None:
+            self._mask = self._compute_mask(state.working_graph.marks)
+        if not self._mask[index]:
+            outcome.error = self._masked_reason(state, operation, i, j, index)
+            return outcome
         if operation == "submit":
             outcome.submitted = True
         elif operation == "test":
@@ -282,10 +297,8 @@ class RLInterface:
             if self._kci_available[row]:
                 self._values[row, _KCI_COLUMN] = self._kci_values[row]
                 self._available[row, _KCI_COLUMN] = 1
-            if not self._tested[row]:
-                self._tested[row] = True
-                if self._mask is not None:
-                    self._mask[self._slices["test"].start + row] = False
+            self._tested[row] = True
+            self._mask[self._slices["test"].start + row] = False
         else:
             marks = state.working_graph.marks
             was_adjacent = marks[i, j] != NONE
@@ -308,6 +321,36 @@ class RLInterface:
                     outcome.diff = [{"pair": [state.names[i], state.names[j]],
                                      "before": outcome.before, "after": state.edge_text(i, j)}]
         return outcome
+
+    def _masked_reason(self, state: EpisodeState, operation: str, i: int, j: int,
+                       index: int) -> str:
+        """Why :meth:`action_masks` rules out action ``index`` (the text of its error step)."""
+        x, y = state.names[i], state.names[j]
+        if operation == "add":
+            why = f"{x} and {y} are already adjacent ({state.edge_text(i, j)})"
+        elif operation == "remove":
+            why = f"{x} and {y} are not adjacent"
+        elif operation == "test":
+            why = f"the pair {x}, {y} was already tested in this episode"
+        else:
+            marks = state.working_graph.marks
+            if marks[i, j] == NONE:
+                why = f"{x} and {y} are not adjacent"
+            elif marks[i, j] == ARROW and marks[j, i] == TAIL:
+                why = f"the edge is already oriented {x} --> {y}"
+            else:
+                why = f"orienting {x} --> {y} would close a directed cycle"
+        return (f"RL action {index} ({operation} {x}, {y}) is masked out: {why}; "
+                "env.action_masks() lists the valid actions")
+
+    def resynchronize(self, state: EpisodeState) -> None:
+        """Recompute what the step path keeps incrementally (mask, reachability, the shaped
+        reward's counts) from the working graph, after the environment restored it."""
+        self._mask = None
+        self._reach = None
+        if self._shaped:
+            _, self._true_positives, self._n_predicted = self._f1_of_marks(
+                state.working_graph.marks)
 
     def _update_reach(self, i: int, j: int, forward_before: int, backward_before: int,
                       marks: np.ndarray) -> None:

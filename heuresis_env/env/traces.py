@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from heuresis_env.env.rl_view import RLOutcome
-from heuresis_env.env.toolbox.registry import MAX_ACTION_CHARS, plain_values
+from heuresis_env.env.toolbox.registry import MAX_ACTION_CHARS, describe_object, plain_values
 from heuresis_env.env.toolbox.state import EpisodeState
 from heuresis_env.files import json_safe
 from heuresis_env.graphs import Graph
@@ -65,18 +65,19 @@ class EvidenceLinker:
 
 
 def serializable_action(action: Any) -> tuple[Any, bool]:
-    """The action as stored in a trace, and whether it is stored in full."""
-    if isinstance(action, bytes):
-        action = action.decode("utf-8", "replace")
-    if isinstance(action, str):
-        if len(action) > MAX_ACTION_CHARS + 1:
-            return action[:MAX_ACTION_CHARS + 1], False
-        return action, True
+    """The action as stored in a trace, and whether it is stored in full; never raises
+    (an object that is not plain JSON is stored by a bounded description)."""
     try:
+        if type(action) is bytes:
+            action = action.decode("utf-8", "replace")
+        if type(action) is str:
+            if len(action) > MAX_ACTION_CHARS + 1:
+                return action[:MAX_ACTION_CHARS + 1], False
+            return action, True
         plain = json_safe(plain_values(action))
         text = json.dumps(plain)
-    except Exception:  # noqa: BLE001 - anything unserializable is stored by its repr
-        return repr(action)[:MAX_ACTION_CHARS + 1], False
+    except Exception:  # noqa: BLE001 - anything unserializable is stored by a description
+        return describe_object(action, MAX_ACTION_CHARS + 1), False
     if len(text) > MAX_ACTION_CHARS + 1:
         return text[:MAX_ACTION_CHARS + 1], False
     return plain, True
@@ -141,8 +142,8 @@ class TraceRecorder:
                        elapsed: float, step_start: float) -> None:
         """An RL-view step, recorded as the text-view tool call it stands for."""
         index = serializable_action(action)[0]
-        if outcome.operation != "invalid":
-            index = int(np.asarray(action).reshape(()))
+        if outcome.index is not None:
+            index = outcome.index
         record: dict[str, Any] = {
             "type": "step", "step": step, "rl_action": index,
             "action": {"tool": outcome.tool, "args": outcome.arguments},

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+import reprlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any
@@ -305,6 +306,34 @@ class ParsedAction:
 
 _ACTION_FORM = 'write an action as {"tool": NAME, "args": {...}}'
 
+_DESCRIBER = reprlib.Repr()
+(_DESCRIBER.maxlevel, _DESCRIBER.maxdict, _DESCRIBER.maxlist, _DESCRIBER.maxtuple,
+ _DESCRIBER.maxset, _DESCRIBER.maxstring, _DESCRIBER.maxother, _DESCRIBER.maxlong) = (
+    4, 8, 8, 8, 8, 120, 120, 60)
+
+
+def describe_object(value: Any, limit: int = 300) -> str:
+    """A short description of any object, for an error message or a trace: it never raises,
+    whatever the object (a raising ``__repr__``, deep or self-referencing nesting, a huge
+    container) — so a hostile action can only ever become an error observation."""
+    try:
+        text = _DESCRIBER.repr(value)
+    except Exception:  # noqa: BLE001 - reprlib falls back per leaf, but guard the rest too
+        try:
+            text = f"<a {type(value).__name__} object that cannot be shown>"
+        except Exception:  # noqa: BLE001
+            text = "<an object that cannot be shown>"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``Type: message`` of an exception whose ``str`` may itself raise."""
+    try:
+        message = str(exc)
+    except Exception:  # noqa: BLE001
+        message = "<the message cannot be shown>"
+    return f"{type(exc).__name__}: {message}"[:1000]
+
 
 def plain_values(value: Any, depth: int = 0) -> Any:
     """NumPy scalars and arrays to Python values, so a Python agent may pass them."""
@@ -417,5 +446,5 @@ def parse_action(action: Any, toolbox: str = "full", guided: bool = False,
     except HeuresisError as exc:
         raise ActionError(str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - the parser never raises anything else
-        raise ActionError(f"the action could not be read ({type(exc).__name__}: {exc}); "
+        raise ActionError(f"the action could not be read ({describe_exception(exc)}); "
                           f"{_ACTION_FORM}") from None

@@ -127,6 +127,7 @@ DENIED_SYSCALLS = {
     },
 }
 SYS_CLONE = {"x86_64": 56, "aarch64": 220}
+SYS_PRCTL = {"x86_64": 157, "aarch64": 167}
 SYS_CLONE3 = 435  # same number on both
 X32_SYSCALL_BIT = 0x40000000
 SECCOMP_RET_KILL_PROCESS = 0x80000000
@@ -291,7 +292,7 @@ def sandboxed_main(config: dict, result_fd: int, scratch: str) -> int:
 
     if mode == "namespaces":
         build_private_root(config, uid if privilege == "setuid" else 0, notes)
-        scratch = "/scratch"
+        scratch = config["scratch_dir"]
     else:
         os.makedirs(scratch, mode=0o700, exist_ok=False)
         if privilege == "setuid":
@@ -333,6 +334,14 @@ def sandboxed_main(config: dict, result_fd: int, scratch: str) -> int:
     os.environ.update(environment)
     sys.path.extend(config["site_dirs"])
     sys.dont_write_bytecode = True
+    if mode == "namespaces":
+        reachable = reachable_packages(config["own_packages"])
+        if reachable:
+            raise SetupError(
+                "refusing to run: this project's code is importable inside the sandbox "
+                f"({'; '.join(reachable)}), and its generators could rebuild hidden records. "
+                "Install the project so that the sandbox can cover it (a regular or editable "
+                "install), or report the layout")
     if config.get("python_executable"):
         sys.executable = config["python_executable"]
 
@@ -354,7 +363,8 @@ def sandboxed_main(config: dict, result_fd: int, scratch: str) -> int:
     resource.setrlimit(resource.RLIMIT_NOFILE, (limits["open_files"],) * 2)
 
     send(result_fd, "READY", {
-        "uid": uid, "setup_seconds": time.monotonic() - started, "notes": notes,
+        "uid": uid, "host_pid": host_pid, "setup_seconds": time.monotonic() - started,
+        "notes": notes,
     })
     code_bytes = read_all(0)
     null = os.open("/dev/null", os.O_RDONLY)
@@ -363,6 +373,36 @@ def sandboxed_main(config: dict, result_fd: int, scratch: str) -> int:
     outcome = run_user_code(code_bytes.decode("utf-8", errors="replace"), X, names, np, limits)
     send(result_fd, "RESULT", outcome)
     return 0
+
+
+def reachable_packages(names: list[str]) -> list[str]:
+    """The packages among ``names`` whose code the import system can reach from here: a
+    module file that can be read, or a package folder that is not empty."""
+    import importlib.util
+
+    reachable = []
+    for name in names:
+        try:
+            spec = importlib.util.find_spec(name)
+        except Exception:  # noqa: BLE001 - unreadable or broken: not importable
+            continue
+        if spec is None:
+            continue
+        if spec.has_location and spec.origin:
+            try:
+                with open(spec.origin, "rb") as f:
+                    f.read(1)
+                reachable.append(f"{name} at {spec.origin}")
+                continue
+            except OSError:
+                pass
+        for location in spec.submodule_search_locations or []:
+            try:
+                if os.listdir(location):
+                    reachable.append(f"{name} at {location}")
+            except OSError:
+                continue
+    return reachable
 
 
 def read_all(fd: int) -> bytes:
@@ -390,6 +430,8 @@ def build_private_root(config: dict, inside_uid: int, notes: list[str]) -> None:
     for path in config.get("hidden_dirs", []):  # e.g. heuresis_env in site-packages
         mount("tmpfs", inside(path), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
               "size=4k,mode=0555")
+    for path in config.get("hidden_files", []):  # a module, egg or wheel of the project
+        bind(config["unreadable_file"], inside(path), read_only=True)
     for link, target in config["symlinks"].items():
         os.symlink(target, inside(link))
     os.makedirs(inside("/etc"), mode=0o755, exist_ok=True)
@@ -397,18 +439,16 @@ def build_private_root(config: dict, inside_uid: int, notes: list[str]) -> None:
         os.makedirs(os.path.dirname(inside(path)), mode=0o755, exist_ok=True)
         open(inside(path), "w").close()
         bind(path, inside(path), read_only=True)
-    os.makedirs(inside("/dev"), mode=0o755)
+    os.makedirs(inside("/dev"), mode=0o755, exist_ok=True)  # a bind may lie in /dev/shm
     for device in ("null", "zero", "full", "random", "urandom"):
         open(inside(f"/dev/{device}"), "w").close()
         bind(f"/dev/{device}", inside(f"/dev/{device}"), read_only=False)
-    for link, target in {"/dev/fd": "/proc/self/fd", "/dev/stdin": "/proc/self/fd/0",
-                         "/dev/stdout": "/proc/self/fd/1", "/dev/stderr": "/proc/self/fd/2",
-                         "/dev/shm": "/scratch", "/tmp": "/scratch"}.items():
+    for link, target in config["root_links"].items():  # none sits on or above a bind
         os.symlink(target, inside(link))
     user = "sandbox"
     with open(inside("/etc/passwd"), "w") as f:
         f.write(f"root:x:0:0:root:/nonexistent:/bin/false\n"
-                f"{user}:x:{inside_uid}:{inside_uid}:{user}:/scratch:/bin/false\n")
+                f"{user}:x:{inside_uid}:{inside_uid}:{user}:{config['scratch_dir']}:/bin/false\n")
     with open(inside("/etc/group"), "w") as f:
         f.write(f"root:x:0:\n{user}:x:{inside_uid}:\n")
     with open(inside("/etc/hosts"), "w") as f:
@@ -421,9 +461,10 @@ def build_private_root(config: dict, inside_uid: int, notes: list[str]) -> None:
         mount("proc", inside("/proc"), "proc", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
     except SetupError as exc:
         notes.append(f"no /proc inside the sandbox ({exc})")
-    os.makedirs(inside("/scratch"), mode=0o700)
+    scratch = config["scratch_dir"]
+    os.makedirs(inside(scratch), mode=0o700)
     owner = f",uid={inside_uid},gid={inside_uid}" if inside_uid else ""
-    mount("tmpfs", inside("/scratch"), "tmpfs", MS_NOSUID | MS_NODEV,
+    mount("tmpfs", inside(scratch), "tmpfs", MS_NOSUID | MS_NODEV,
           f"size={config['limits']['scratch_bytes']},mode=0700{owner}")
 
     hostname = b"sandbox"
@@ -480,41 +521,55 @@ def drop_capabilities() -> None:
 
 
 def install_seccomp_filter() -> str:
-    """Deny namespace, mount, module, tracing and keyring syscalls (EPERM); clone3 gets
-    ENOSYS so that glibc falls back to clone, whose flags are checked. Returns "installed"
-    or why not."""
+    """Deny namespace, mount, module, tracing and keyring syscalls (EPERM), and
+    ``prctl(PR_SET_PDEATHSIG)``, so the code cannot undo its death with its parent; clone3
+    gets ENOSYS so that glibc falls back to clone, whose flags are checked. Returns
+    "installed" or why not."""
     machine = platform.machine()
     if machine not in DENIED_SYSCALLS:
         return f"unsupported architecture {machine}"
     program: list[tuple[int, int, int, int]] = []
-    # labels are resolved once the length of the program is known
     denied = sorted(DENIED_SYSCALLS[machine].values())
-    body = [("ld", 4), ("arch",), ("ld", 0)]
+    # ("label", name) marks a position; jumps name labels or the final verdicts
+    body: list[tuple] = [("ld", 4), ("arch",), ("ld", 0)]
     if machine == "x86_64":
         body.append(("x32",))
     body += [("deny", nr) for nr in denied]
-    body += [("enosys", SYS_CLONE3), ("clone", SYS_CLONE[machine]), ("ld", 16), ("flags",)]
-    n = len(body)
-    allow, eperm, enosys, kill = n, n + 1, n + 2, n + 3
-    for index, step in enumerate(body):
-        def jump(label: int, index: int = index) -> int:
-            return label - index - 1
+    body += [("enosys", SYS_CLONE3),
+             ("skip_unless", SYS_PRCTL[machine], "clone"), ("ld", 16),
+             ("deny_else_allow", PR_SET_PDEATHSIG),
+             ("label", "clone"),
+             ("skip_unless", SYS_CLONE[machine], "allow"), ("ld", 16), ("flags",)]
+    labels: dict[str, int] = {}
+    instructions = []
+    for step in body:
+        if step[0] == "label":
+            labels[step[1]] = len(instructions)
+        else:
+            instructions.append(step)
+    n = len(instructions)
+    labels.update(allow=n, eperm=n + 1, enosys=n + 2, kill=n + 3)
+    for index, step in enumerate(instructions):
+        def jump(label: str, index: int = index) -> int:
+            return labels[label] - index - 1
 
         kind = step[0]
         if kind == "ld":
             program.append((BPF_LD_W_ABS, 0, 0, step[1]))
         elif kind == "arch":
-            program.append((BPF_JEQ_K, 0, jump(kill), AUDIT_ARCH[machine]))
+            program.append((BPF_JEQ_K, 0, jump("kill"), AUDIT_ARCH[machine]))
         elif kind == "x32":
-            program.append((BPF_JGE_K, jump(kill), 0, X32_SYSCALL_BIT))
+            program.append((BPF_JGE_K, jump("kill"), 0, X32_SYSCALL_BIT))
         elif kind == "deny":
-            program.append((BPF_JEQ_K, jump(eperm), 0, step[1]))
+            program.append((BPF_JEQ_K, jump("eperm"), 0, step[1]))
         elif kind == "enosys":
-            program.append((BPF_JEQ_K, jump(enosys), 0, step[1]))
-        elif kind == "clone":
-            program.append((BPF_JEQ_K, 0, jump(allow), step[1]))
+            program.append((BPF_JEQ_K, jump("enosys"), 0, step[1]))
+        elif kind == "skip_unless":
+            program.append((BPF_JEQ_K, 0, jump(step[2]), step[1]))
+        elif kind == "deny_else_allow":
+            program.append((BPF_JEQ_K, jump("eperm"), jump("allow"), step[1]))
         elif kind == "flags":
-            program.append((BPF_JSET_K, jump(eperm), jump(allow), ANY_NAMESPACE))
+            program.append((BPF_JSET_K, jump("eperm"), jump("allow"), ANY_NAMESPACE))
     program += [
         (BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW),
         (BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | EPERM),

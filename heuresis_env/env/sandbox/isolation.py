@@ -173,8 +173,9 @@ def first_path_unreadable_by_others(paths: list[str]) -> str | None:
 
 
 def sandbox_mounts(forbidden: list[str]) -> dict:
-    """What the private root holds: read-only binds, symlinks, single files, and the
-    interpreter's package folders. Refuses to bind any folder holding a ``forbidden`` path
+    """What the private root holds: read-only binds, symlinks, single files, the interpreter's
+    package folders, the copies of this project's packages to cover, and where the scratch
+    folder goes (:func:`root_layout`). Refuses to bind any folder holding a ``forbidden`` path
     (the cache with the hidden records, the sandbox's own private folder)."""
     binds = python_paths()
     symlinks: dict[str, str] = {}
@@ -194,29 +195,96 @@ def sandbox_mounts(forbidden: list[str]) -> dict:
                     "installation so that neither contains the other"
                 )
     files = [p for p in ("/etc/ld.so.cache", "/etc/localtime") if os.path.isfile(p)]
+    hidden_dirs, hidden_files = own_package_copies(binds, import_directories(binds))
     return {"read_only_binds": binds, "symlinks": symlinks, "read_only_files": files,
-            "site_dirs": site_directories(), "hidden_dirs": own_package_directories(binds)}
+            "site_dirs": site_directories(), "hidden_dirs": hidden_dirs,
+            "hidden_files": hidden_files, "own_packages": list(OWN_PACKAGES),
+            **root_layout(binds)}
 
 
 #: this project's packages: their generators could rebuild a hidden record from the data
 OWN_PACKAGES: tuple[str, ...] = ("heuresis_env", "agents", "baselines")
+#: the project's distribution name: its eggs and wheels are covered too
+OWN_DISTRIBUTION = "heuresis"
+#: the sandbox's own entries in its private root, besides the binds
+SCRATCH_CANDIDATES = ("/scratch", "/sandbox-scratch", "/heuresis-scratch")
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def root_layout(binds: list[str]) -> dict:
+    """Where the scratch folder is mounted and which convenience links the private root gets,
+    so that no host path the sandbox binds collides with them: a Python under ``/tmp``,
+    ``/scratch`` or ``/dev/shm`` keeps its own path, and a link (``/tmp -> /scratch``) that
+    would sit on or above a bind is left out (the folder is then made read-only)."""
+
+    def collides(path: str) -> bool:
+        return any(_inside(bind, path) or _inside(path, bind) for bind in binds)
+
+    scratch = next((c for c in SCRATCH_CANDIDATES if not collides(c)), None)
+    if scratch is None:
+        raise IsolationUnavailableError(
+            f"every scratch location {list(SCRATCH_CANDIDATES)} collides with a folder the "
+            "sandbox binds for Python; move the Python installation")
+    links = {"/dev/fd": "/proc/self/fd", "/dev/stdin": "/proc/self/fd/0",
+             "/dev/stdout": "/proc/self/fd/1", "/dev/stderr": "/proc/self/fd/2",
+             "/dev/shm": scratch, "/tmp": scratch}
+    return {"scratch_dir": scratch,
+            "root_links": {link: target for link, target in links.items()
+                           if not collides(link)}}
+
+
+def import_directories(binds: list[str]) -> list[str]:
+    """Every folder inside ``binds`` that code could import from: this interpreter's
+    ``sys.path`` entries, its site folders (user site included), and every ``site-packages``
+    or ``dist-packages`` of the bound Python installations."""
+    candidates = [p for p in sys.path if p] + site.getsitepackages()
+    user_site = site.getusersitepackages() if hasattr(site, "getusersitepackages") else None
+    if user_site:
+        candidates.append(user_site)
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix, "/usr", "/usr/local"}:
+        for pattern in (f"lib*/{version}/site-packages", f"lib*/{version}/dist-packages",
+                        "lib*/python3/dist-packages", "lib*/python3*/site-packages"):
+            candidates += [str(p) for p in Path(prefix).glob(pattern)]
+    found = []
+    for path in candidates:
+        real = os.path.realpath(path)
+        if os.path.isdir(real) and any(_inside(real, bind) for bind in binds):
+            found.append(real)
+    return sorted(set(found))
+
+
+def own_package_copies(binds: list[str], directories: list[str]) -> tuple[list[str], list[str]]:
+    """Every copy of this project's packages the private root would expose, as (folders,
+    files) to cover: a package folder or module, and the project's eggs, wheels and zips, in
+    each import folder (a regular install puts them in site-packages; several installs, or a
+    checkout beside an install, leave several)."""
+    folders, files = [], []
+    for directory in directories:
+        try:
+            entries = os.listdir(directory)
+        except OSError:
+            continue
+        for entry in entries:
+            stem = entry.split(".", 1)[0]
+            own = stem in OWN_PACKAGES or (
+                entry.startswith(OWN_DISTRIBUTION + "-")
+                and entry.endswith((".egg", ".whl", ".zip")))
+            if not own:
+                continue
+            path = os.path.realpath(os.path.join(directory, entry))
+            if not any(_inside(path, bind) for bind in binds):
+                continue
+            (folders if os.path.isdir(path) else files).append(path)
+    return unique_outermost(folders), sorted(set(files))
 
 
 def own_package_directories(binds: list[str]) -> list[str]:
-    """Folders of this project's packages that a read-only bind would expose (a regular,
-    non-editable install puts them in site-packages); the sandbox covers them with an empty
-    folder."""
-    hidden = []
-    for name in OWN_PACKAGES:
-        try:
-            spec = importlib.util.find_spec(name)
-        except (ImportError, ValueError):
-            continue
-        for location in (spec.submodule_search_locations or []) if spec else []:
-            path = os.path.realpath(location)
-            if any(path == b or path.startswith(b.rstrip("/") + "/") for b in binds):
-                hidden.append(path)
-    return unique_outermost(hidden)
+    """The folders of this project's packages that a read-only bind of ``binds`` exposes."""
+    return own_package_copies(binds, import_directories(binds))[0]
 
 
 def resolve_isolation(isolation: str, allow_weak_isolation: bool) -> tuple[str, str]:

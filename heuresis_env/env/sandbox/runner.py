@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import select
 import selectors
 import shutil
 import signal
@@ -21,7 +22,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,6 +49,8 @@ WALL_GRACE_SECONDS = 1.0
 #: once the worker has exited, how long to wait for processes it left holding the pipes
 EXIT_GRACE_SECONDS = 0.5
 MEMORY_CHECK_SECONDS = 0.1
+#: how long to wait, after killing it, for the sandbox's PID namespace to be empty
+NAMESPACE_EXIT_SECONDS = 10.0
 READ_CHUNK = 1 << 16
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 SIGNAL_DESCRIPTIONS = {
@@ -95,6 +98,30 @@ class OutputCapture:
                 + self.tail.decode("utf-8", errors="replace"))
 
 
+def _number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _optional(kind) -> Callable[[object], bool]:
+    return lambda value: value is None or isinstance(value, kind) and not isinstance(value, bool)
+
+
+#: the result channel's messages: kind → the phases it belongs to and its fields' checks.
+#: Everything else on the channel — a line of another shape, a second message of one kind, a
+#: message out of its phase — was written by the code, and makes the call an ``error``.
+MESSAGES: dict[str, tuple[tuple[str, ...], dict[str, Callable[[object], bool]]]] = {
+    "READY": (("setup",), {"uid": _optional(int), "host_pid": lambda v: isinstance(v, int),
+                        "setup_seconds": _number, "notes": lambda v: isinstance(v, list)}),
+    "SETUP_ERROR": (("setup",), {"error": lambda v: isinstance(v, str)}),
+    "RESULT": (("call",), {"status": lambda v: v in ("ok", "error", "timeout", "memory"),
+                        "value": _optional(str), "traceback": _optional(str),
+                        "message": _optional(str), "value_truncated": lambda v: v in (True, False),
+                        "cpu_seconds": _number, "run_seconds": _number}),
+    "EXIT": (("setup", "call"), {"exit_code": _optional(int), "signal": _optional(int),
+                      "cpu_seconds": _number, "max_rss_bytes": _number}),
+}
+
+
 @dataclass
 class _Worker:
     """One started sandbox process, used for at most one call."""
@@ -105,9 +132,12 @@ class _Worker:
     prewarmed: bool
     channel: bytearray = field(default_factory=bytearray)
     messages: dict = field(default_factory=dict)
+    forged: list = field(default_factory=list)
+    phase: str = "setup"
     closed_fds: set = field(default_factory=set)
     reaped: bool = False
     uid: int | None = None
+    pidfd: int | None = None  # the sandboxed process (PID 1 of its namespace), held at READY
     setup_stdout: OutputCapture | None = None
     setup_stderr: OutputCapture | None = None
 
@@ -117,15 +147,37 @@ class _Worker:
                 self.result_fd: "result"}
 
     def take_lines(self) -> None:
-        """Parse complete ``KIND JSON`` lines from the result channel."""
+        """Parse complete ``KIND JSON`` lines from the result channel; keep each expected
+        message once, and set aside as forged whatever else the code wrote there."""
         while b"\n" in self.channel:
             line, _, rest = bytes(self.channel).partition(b"\n")
             self.channel[:] = rest
             kind, _, payload = line.decode("utf-8", errors="replace").partition(" ")
+            expected = MESSAGES.get(kind)
             try:
-                self.messages[kind] = json.loads(payload)
+                message = json.loads(payload)
             except ValueError:
-                self.messages.setdefault("garbled", []).append(line[:200])
+                message = None
+            valid = (expected is not None and self.phase in expected[0]
+                     and kind not in self.messages and isinstance(message, dict)
+                     and all(name in message and check(message[name])
+                             for name, check in expected[1].items()))
+            if valid:
+                self.messages[kind] = message
+            else:
+                self.forged.append(line[:200].decode("utf-8", errors="replace"))
+
+    def hold_sandboxed_process(self) -> None:
+        """Open a pidfd on the sandboxed process named by READY, once checked to be the
+        supervisor's child (it is blocked reading its code, so its pid cannot be reused)."""
+        pid = self.messages["READY"]["host_pid"]
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                parent = next(int(line.split()[1]) for line in f if line.startswith("PPid:"))
+            if parent == self.process.pid and hasattr(os, "pidfd_open"):
+                self.pidfd = os.pidfd_open(pid)
+        except (OSError, StopIteration, ValueError):
+            self.pidfd = None
 
     def has_exited(self) -> bool:
         if self.reaped:
@@ -138,6 +190,13 @@ class _Worker:
         return info is not None
 
     def kill(self) -> None:
+        """SIGKILL the sandboxed process — PID 1 of its namespace, so the kernel kills every
+        process in it, whatever session or group they moved to — then the supervisor's group."""
+        if self.pidfd is not None:
+            try:
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError, OSError):
+                pass
         if self.reaped:
             return
         for send in (lambda: os.killpg(self.process.pid, signal.SIGKILL),
@@ -146,6 +205,17 @@ class _Worker:
                 send()
             except (ProcessLookupError, PermissionError):
                 pass
+
+    def wait_for_namespace(self, timeout: float = NAMESPACE_EXIT_SECONDS) -> None:
+        """Wait until the sandboxed process has exited; as the init of its PID namespace it
+        exits only once every other process in it is gone."""
+        if self.pidfd is None:
+            return
+        try:
+            select.select([self.pidfd], [], [], timeout)
+        finally:
+            os.close(self.pidfd)
+            self.pidfd = None
 
     def reap(self) -> None:
         if self.reaped:
@@ -237,6 +307,9 @@ class Sandbox:
         if self.level == "namespaces":
             os.mkdir(config["root_dir"], 0o700)
             config.update(sandbox_mounts(forbidden=[directory, cache_directory()]))
+            config["unreadable_file"] = os.path.join(directory, "unreadable")
+            os.close(os.open(config["unreadable_file"], os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                             0o000))
         else:
             config["site_dirs"] = sandbox_mounts(forbidden=[])["site_dirs"]
         with open(os.open(self._config_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600),
@@ -336,6 +409,8 @@ class Sandbox:
                 return self._error(f"the sandbox could not be set up, no code ran: {detail}",
                                    started, stderr=worker.setup_stderr.text())
             worker.uid = ready.get("uid")
+            worker.hold_sandboxed_process()
+            worker.phase = "call"
             return self._collect(worker, code)
         finally:
             dispose(worker)
@@ -393,7 +468,10 @@ class Sandbox:
                 _pump(worker, selector, sinks, min(0.1, deadline - now))
                 if now >= next_memory_check:
                     next_memory_check = now + MEMORY_CHECK_SECONDS
-                    if process_tree_resident_bytes(worker.process.pid) > limits.memory_bytes:
+                    roots = [worker.process.pid]
+                    if "READY" in worker.messages:
+                        roots.append(worker.messages["READY"]["host_pid"])
+                    if process_tree_resident_bytes(*roots) > limits.memory_bytes:
                         memory_exceeded = True
                         break
         finally:
@@ -402,13 +480,14 @@ class Sandbox:
             if self.level == "unprivileged" and worker.uid is not None:
                 kill_processes_of_uid(worker.uid)
             worker.reap()
+            worker.wait_for_namespace()
         duration = time.monotonic() - started
         worker.take_lines()
         outcome = worker.messages.get("RESULT")
         exit_report = worker.messages.get("EXIT")
         status, message = self._classify(worker, outcome, exit_report, timed_out,
                                          memory_exceeded)
-        outcome = outcome or {}
+        outcome = {} if worker.forged else (outcome or {})
         return SandboxResult(
             status=status,
             stdout=stdout.text(),
@@ -434,6 +513,15 @@ class Sandbox:
         if memory_exceeded:
             return "memory", (f"the code's processes together held more than {memory_total} "
                               "and were stopped")
+        if outcome is not None and exit_report is not None and (
+                exit_report["exit_code"] != 0 or exit_report["signal"] is not None):
+            worker.forged.append("RESULT (the process then ended with "
+                                 f"{exit_report['exit_code'] or exit_report['signal']})")
+        if worker.forged:
+            shown = "; ".join(repr(line[:60]) for line in worker.forged[:3])
+            return "error", (f"the code wrote to the sandbox's result channel ({len(worker.forged)}"
+                             f" line(s) of its own, e.g. {shown}); the call's outcome cannot be "
+                             "trusted")
         if outcome is not None:
             status, message = outcome.get("status", "error"), outcome.get("message")
             if status == "memory":
@@ -492,9 +580,11 @@ def cache_directory() -> str:
 
 
 def dispose(worker: _Worker) -> None:
-    """Kill a worker's whole process group, reap it, close its pipes, delete its scratch."""
+    """Kill a worker's whole PID namespace and process group, reap it, close its pipes,
+    delete its scratch."""
     worker.kill()
     worker.reap()
+    worker.wait_for_namespace()
     for stream in (worker.process.stdin, worker.process.stdout, worker.process.stderr):
         try:
             stream.close()
@@ -545,9 +635,11 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def process_tree_resident_bytes(root_pid: int) -> int:
-    """Resident memory of a process and all its descendants (threads' children included)."""
-    total, stack, seen = 0, [root_pid], set()
+def process_tree_resident_bytes(*root_pids: int) -> int:
+    """Resident memory of processes and all their descendants (threads' children included).
+    Rooted at the sandbox's PID 1 it covers its whole namespace: every process there descends
+    from it, orphans included."""
+    total, stack, seen = 0, list(root_pids), set()
     while stack:
         pid = stack.pop()
         if pid in seen:

@@ -3,7 +3,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN = $(VENV)/bin
-EXTRAS ?= dev,rl,llm,ray,mcp
+EXTRAS ?= dev,rl,llm,ray,mcp,effects
 # the browser tests drive Debian's chromium with Playwright (no browser download)
 CHROMIUM ?= /usr/bin/chromium
 

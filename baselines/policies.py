@@ -4,9 +4,10 @@
   ``submit`` with the output's edges.
 - :class:`BCAPolicy` — the family's best chosen algorithm BCA_φ (selected on development
   instances), then as :class:`AlgorithmPolicy`.
-- :class:`OraclePolicy` — the ideal oracle as a reference policy: it knows the truth (it
-  regenerates the instance from the reset info's key) and submits PC-KCI's output with every
-  wrongly deleted true edge restored.
+- :class:`OraclePolicy` — the ideal oracle, a reference that knows the truth: ``heuresis
+  evaluate`` runs it on the referee's side (entry point group ``heuresis.references``) and
+  hands it the instance; it submits PC-KCI's output with every wrongly deleted true edge
+  restored.
 - :class:`MergePolicy` — calls each algorithm through the tool and submits merge_k.
 
 The factories at the end are the values of the ``heuresis.policies`` entry points.
@@ -32,7 +33,7 @@ from heuresis_env.env import MAX_LIST_ITEMS
 from heuresis_env.errors import HeuresisError, UnknownNameError
 from heuresis_env.generation import SPLIT_SIZES, InstanceKey, generate_instance
 from heuresis_env.graphs import EdgeMark, Graph
-from heuresis_env.policy import Policy
+from heuresis_env.policy import Policy, ReferencePolicy
 
 __all__ = [
     "DEFAULT_SELECTION_COUNT",
@@ -394,12 +395,14 @@ def bca_policy(selection_path: str | None = None,
 
 # ---- the ideal oracle ---------------------------------------------------------------------------
 
-class OraclePolicy(Policy):
-    """The ideal oracle as a reference policy: it knows the truth, so it is not an agent.
+class OraclePolicy(ReferencePolicy):
+    """The ideal oracle: a reference that knows the truth, so it is not an agent.
 
-    At reset it regenerates the instance from the reset info's key (with ``salt``, else
-    ``$HEURESIS_TEST_SALT``, for a sealed test split), checks the data hash against the
-    episode's, and submits :func:`baselines.oracle.ideal_oracle` in one step.
+    Under ``heuresis evaluate`` the runner hands it the episode's instance on the referee's
+    side (:meth:`observe_truth`); used directly (development), it regenerates the instance
+    from the reset info's key with ``salt`` (else ``$HEURESIS_TEST_SALT``) for a sealed test
+    split. It checks the data hash against the episode's and submits
+    :func:`baselines.oracle.ideal_oracle` in one step.
     """
 
     name = "oracle"
@@ -416,16 +419,18 @@ class OraclePolicy(Policy):
         self._submitted = False
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
-
-        key = info.get("instance")
-        if not isinstance(key, Mapping):
-            raise HeuresisError("OraclePolicy needs the reset info's 'instance' key")
-        instance = generate_instance(InstanceKey.from_dict(key), self.salt)
+        instance, self.instance = self.instance, None  # the truth given for this episode only
+        if instance is None:
+            key = info.get("instance")
+            if not isinstance(key, Mapping):
+                raise HeuresisError("OraclePolicy needs the truth (observe_truth) or the reset "
+                                    "info's 'instance' key")
+            instance = generate_instance(InstanceKey.from_dict(key), self.salt)
         expected = info.get("sha256")
         if expected is not None and instance.sha256 != expected:
             raise HeuresisError(
-                f"OraclePolicy regenerated {InstanceKey.from_dict(key)} but its data differ from "
-                "the episode's: the test split is sealed with a salt this policy does not know "
+                f"OraclePolicy regenerated {instance.key} but its data differ from the "
+                "episode's: the test split is sealed with a salt this policy does not know "
                 "(pass salt=... or set HEURESIS_TEST_SALT to the environment's salt)")
         self.graph = ideal_oracle(instance, self.alpha)
         self._submitted = False

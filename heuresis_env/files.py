@@ -1,4 +1,4 @@
-"""Files and records on disk: strict-JSON values and atomic writes.
+"""Files and records on disk: strict-JSON values, atomic writes, and output folders.
 
 Every file Heuresis writes whole (instances, run configs, cache entries, reports) goes through
 :func:`atomic_write_bytes`, so a killed process leaves the old file or the new one, never a
@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from heuresis_env.errors import HeuresisError
 
 
 def json_safe(value: Any) -> Any:
@@ -68,3 +70,23 @@ def atomic_write_bytes(path: str | os.PathLike, payload: bytes, *, durable: bool
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def output_directory(path: str | os.PathLike, what: str = "output directory") -> Path:
+    """Create ``path`` (and its parents) as a directory to write into, or raise a
+    :class:`HeuresisError` that names the problem: a file in the way, a read-only or
+    special file system, no permission. Every command that writes a folder starts here."""
+    path = Path(path)
+    blocker = next((p for p in [path, *path.parents] if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        where = "is" if blocker == path else f"lies under {blocker}, which is"
+        raise HeuresisError(f"the {what} {path} {where} a file, not a directory; give a "
+                            "directory path")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise HeuresisError(f"cannot create the {what} {path}: {exc.strerror or exc}"
+                            ) from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise HeuresisError(f"cannot write into the {what} {path}: permission denied")
+    return path

@@ -78,6 +78,25 @@ class Policy(ABC):
         """Release resources (clients, servers)."""
 
 
+class ReferencePolicy(Policy):
+    """A reference that needs the hidden truth by definition (the ideal oracle).
+
+    It is not an agent and never competes: ``heuresis evaluate`` runs it in the runner's own
+    process — on the referee's side — and hands it the episode's instance (hidden record
+    included) through :meth:`observe_truth` before each ``reset``; its runs and report rows
+    are marked as references. Register it in the ``heuresis.references`` entry-point group
+    (never in ``heuresis.policies``, whose members run in a separate process that holds no
+    truth).
+    """
+
+    #: set by :meth:`observe_truth` for the coming episode
+    instance: Any = None
+
+    def observe_truth(self, instance: Any) -> None:
+        """Receive the coming episode's :class:`~heuresis_env.generation.instances.Instance`."""
+        self.instance = instance
+
+
 @dataclass
 class EpisodeResult:
     """What one episode produced: the final scores and how the episode ended."""

@@ -72,6 +72,13 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into `head` and closed early
         sys.stderr.close()
         return 0
+    except OSError as exc:
+        if exc.filename is None:  # not a file the user named: a real failure, with traceback
+            raise
+        # a path that cannot be written or read (full disk, permissions, a file in the way)
+        print(f"heuresis {args.command}: error: {exc.strerror or exc}: {exc.filename}",
+              file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"heuresis {args.command}: interrupted", file=sys.stderr)
         return 130

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evaluation import evaluate
 from heuresis_env.evaluation.policies import parse_policy_options
+from heuresis_env.generation.instances import TEST_SALT_ENV, resolve_salt
 from heuresis_env.policy import EpisodeSettings
 
 HELP = ("run a policy on the instances of one family (or all) under identical budgets, "
@@ -87,6 +89,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="variables per instance (default 10; a structure's or table's own)")
     parser.add_argument("--n", type=int, default=None,
                         help="rows per instance (default 600; a table's own)")
+    parser.add_argument("--policy-isolation", choices=["auto", "namespaces", "process"],
+                        default="auto",
+                        help="how the policy process is isolated from the truth: namespaces "
+                             "(own PID and mount namespaces, no capabilities; auto uses it "
+                             "where available) or a plain process")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
@@ -108,6 +115,11 @@ def run(args: argparse.Namespace) -> int:
                        backend=args.backend, address=args.address, out_dir=args.out,
                        policy_options=parse_policy_options(args.policy_option),
                        force=args.force, d=args.d, n=args.n, progress=not args.no_progress,
-                       task=args.task, name_mode=args.names, datasets=datasets)
+                       task=args.task, name_mode=args.names, datasets=datasets,
+                       policy_isolation=args.policy_isolation)
     print(summary.to_text())
+    if args.split == "test" and resolve_salt("test") is None:
+        print(f"note: the test split is not sealed (${TEST_SALT_ENV} is not set): its "
+              "instances are public, so a policy could regenerate them; set a secret salt for "
+              "numbers that compare policies", file=sys.stderr)
     return 0

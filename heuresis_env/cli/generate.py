@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from heuresis_env.errors import HeuresisError
+from heuresis_env.files import output_directory
 from heuresis_env.generation.families import expand_families
 from heuresis_env.generation.instances import (
     SPLIT_SIZES,
@@ -77,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
                                  graph_model=args.graph) for i in range(count)]
             for family in families}
     sealed = resolve_salt(args.split) is not None
+    output_directory(args.out, "output directory")  # a bad --out fails before any work
     rows = []
     with tqdm(total=count * len(families), desc="generate", unit="inst", file=sys.stderr,
               disable=args.no_progress) as bar:

@@ -3,7 +3,10 @@ the policy driven to the end, and the result record.
 
 The runner owns the budgets: it builds every environment from the run's
 :class:`~heuresis_env.policy.EpisodeSettings` (never from the policy), hands the same settings
-to the policy through ``configure``, and refuses a policy that alters them.
+to the policy through ``configure``, and refuses a policy that alters them. The environment
+and its referee live here; a policy runs in its own process behind a
+:class:`~heuresis_env.evaluation.policy_process.PolicyProxy`, and a reference that needs the
+truth (:class:`~heuresis_env.policy.ReferencePolicy`) runs here, given the instance.
 """
 
 from __future__ import annotations
@@ -22,12 +25,18 @@ from typing import Any
 
 import gymnasium as gym
 
+from heuresis_env.cache import cache_root
 from heuresis_env.env.core import HeuresisEnv
 from heuresis_env.errors import HeuresisError
-from heuresis_env.evaluation.policies import make_policy
+from heuresis_env.evaluation.policies import make_reference
+from heuresis_env.evaluation.policy_process import (
+    PolicyDeadlineExceeded,
+    PolicyProxy,
+    RemotePolicyError,
+)
 from heuresis_env.generation.datasets import register_from_details
-from heuresis_env.generation.instances import get_source
-from heuresis_env.policy import EpisodeSettings, Policy
+from heuresis_env.generation.instances import InstanceKey, cached_instance, get_source
+from heuresis_env.policy import EpisodeSettings, Policy, ReferencePolicy
 from heuresis_env.registration import env_id, register_envs
 
 #: how long a policy may overrun the wall budget inside one ``reset``/``act`` call before the
@@ -65,6 +74,12 @@ class RunSpec:
     name_mode: str = "anonymous"
     #: CSV tables the run plays (``datasets.dataset_details``), registered in every worker
     datasets: tuple[dict[str, Any], ...] = ()
+    #: a registered reference that needs the truth, run on the referee's side
+    reference: bool = False
+    #: how the policy process is isolated: "namespaces" or "process" (see policy_process)
+    policy_isolation: str = "process"
+    #: folders the policy process must not see besides the cache (the run directory)
+    hidden_paths: tuple[str, ...] = ()
 
 
 @dataclass
@@ -78,14 +93,10 @@ class EpisodeOutcome:
 
 # ---- one episode --------------------------------------------------------------------------------
 
-class _WallTimeExceeded(BaseException):  # noqa: N818 - a control-flow signal, not an error
-    """Raised inside a policy call that overran the wall budget (BaseException: a policy's
-    ``except Exception`` cannot swallow it)."""
-
-
 @contextmanager
 def _wall_guard(deadline: float | None) -> Iterator[None]:
-    """Interrupt the enclosed policy call at ``deadline`` (a ``perf_counter`` time).
+    """Interrupt the enclosed call of an in-process policy (a reference) at ``deadline`` (a
+    ``time.monotonic`` time); a policy process is stopped by its proxy instead.
 
     Uses ``SIGALRM``, so it acts only in the main thread of a process with ``setitimer`` and
     no timer of its own; elsewhere the env's check after each step is the only wall limit.
@@ -96,12 +107,12 @@ def _wall_guard(deadline: float | None) -> Iterator[None]:
     if not usable:
         yield
         return
-    remaining = deadline - time.perf_counter()
+    remaining = deadline - time.monotonic()
     if remaining <= 0:
-        raise _WallTimeExceeded
+        raise PolicyDeadlineExceeded
 
     def on_alarm(signum, frame):  # noqa: ARG001
-        raise _WallTimeExceeded
+        raise PolicyDeadlineExceeded
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
     signal.setitimer(signal.ITIMER_REAL, remaining)
@@ -172,7 +183,9 @@ def _settings_changes(expected: EpisodeSettings, actual: Any) -> list[str]:
 
 
 class EpisodeRunner:
-    """One policy instance that runs episodes: in-process, in a worker process or a Ray actor."""
+    """Runs episodes for one policy: in-process, in a worker process or a Ray actor. The
+    environment and its referee live here; the policy runs in its own process (a
+    :class:`PolicyProxy`), except a reference, which runs here and is given the truth."""
 
     def __init__(self, spec: RunSpec, worker: str, policy: Policy | None = None):
         self.spec = spec
@@ -181,15 +194,31 @@ class EpisodeRunner:
             source = get_source(details["name"])
             if source is None or source.details.get("sha256") != details.get("sha256"):
                 register_from_details(details)
-        self.policy = policy if policy is not None else make_policy(spec.policy,
-                                                                     spec.policy_options)
-        if self.policy.interface not in ("text", "rl"):
-            raise HeuresisError(f"policy {spec.policy!r} has interface "
-                                f"{self.policy.interface!r}; expected 'text' or 'rl'")
-        self._configure()
+        self._work_dir = tempfile.mkdtemp(prefix="heuresis-runner-")
+        try:
+            if policy is not None:  # a policy object given directly (development, tests)
+                self.policy = policy
+            elif spec.reference:
+                self.policy = make_reference(spec.policy, spec.policy_options)
+            else:
+                self.policy = PolicyProxy(
+                    spec.policy, spec.policy_options, isolation=spec.policy_isolation,
+                    hidden_paths=[str(cache_root()), *spec.hidden_paths, self._work_dir],
+                    salt=spec.salt)
+            if self.policy.interface not in ("text", "rl"):
+                raise HeuresisError(f"policy {spec.policy!r} has interface "
+                                    f"{self.policy.interface!r}; expected 'text' or 'rl'")
+            self._configure()
+        except BaseException:
+            self.close()
+            raise
 
     def _configure(self) -> None:
-        self.policy.configure(self.spec.settings)
+        try:
+            self.policy.configure(self.spec.settings)
+        except RemotePolicyError as exc:
+            raise HeuresisError(f"policy {self.spec.policy!r}: configure() raised "
+                                f"{exc.remote_type}: {exc}") from None
         changes = _settings_changes(self.spec.settings, getattr(self.policy, "settings", None))
         if changes:
             raise HeuresisError(f"policy {self.spec.policy!r} changed the settings the runner "
@@ -199,7 +228,7 @@ class EpisodeRunner:
     def run(self, task: EpisodeTask) -> EpisodeOutcome:
         """Run one episode; a policy exception ends it with ``error`` set, scored as it stands."""
         settings = self.spec.settings
-        trace_dir = tempfile.mkdtemp(prefix="heuresis-episode-")
+        trace_dir = tempfile.mkdtemp(prefix="episode-", dir=self._work_dir)
         env = None
         try:
             kwargs = environment_kwargs(settings, task.split, self.spec.d, self.spec.n,
@@ -208,12 +237,16 @@ class EpisodeRunner:
             env = make_environment(task.family, {**kwargs, "trace_path": trace_dir,
                                                  "salt": self.spec.salt})
             base = env.unwrapped
+            if isinstance(self.policy, ReferencePolicy):  # the referee's side: the truth
+                self.policy.observe_truth(cached_instance(InstanceKey(
+                    task.family, task.split, task.index, d=self.spec.d, n=self.spec.n),
+                    self.spec.salt))
             started = time.perf_counter()
             options = ({"index": task.index} if task.question is None
                        else {"question": task.question})
             observation, info = env.reset(seed=task.seed, options=options)
             deadline = (None if settings.max_seconds is None
-                        else time.perf_counter() + settings.max_seconds + WALL_GRACE_SECONDS)
+                        else time.monotonic() + settings.max_seconds + WALL_GRACE_SECONDS)
             final, error = self._drive(env, observation, info, deadline)
             wall_seconds = time.perf_counter() - started
             final_graph = base.working_graph.to_dict()
@@ -222,8 +255,9 @@ class EpisodeRunner:
             try:
                 usage = self.policy.usage() or {}
                 transcript = self.policy.transcript()
-            except Exception as exc:  # noqa: BLE001 - a failing report is an episode error
-                error = error or f"policy usage()/transcript() raised {type(exc).__name__}: {exc}"
+            except (Exception, PolicyDeadlineExceeded) as exc:  # noqa: BLE001 - an episode error
+                error = error or (f"policy usage()/transcript() raised "
+                                  f"{_exception_name(exc)}: {exc}")
             changes = _settings_changes(settings, getattr(self.policy, "settings", None))
             if changes:
                 error = error or (f"the policy changed its settings during the episode "
@@ -244,7 +278,7 @@ class EpisodeRunner:
                 "finished": terminated and not truncated, "termination_reason": reason,
                 "wall_seconds": wall_seconds, **usage_fields(usage),
                 "final_graph": final_graph, "trace": None, "transcript": None,
-                "error": error, "worker": self.worker,
+                "error": error, "worker": self.worker, "reference": self.spec.reference,
             }
             if task.question is not None:  # the question, its truth and the answer
                 record.update(task="qa", question=final.get("question"))
@@ -254,27 +288,34 @@ class EpisodeRunner:
                 env.close()
             shutil.rmtree(trace_dir, ignore_errors=True)
 
+    def _call(self, deadline: float | None, method, *args: Any) -> Any:
+        """One policy call under the wall deadline (the proxy enforces it on its process)."""
+        if isinstance(self.policy, PolicyProxy):
+            self.policy.deadline = deadline
+            return method(*args)
+        with _wall_guard(deadline):
+            return method(*args)
+
     def _drive(self, env, observation: Any, info: dict[str, Any], deadline: float | None
                ) -> tuple[dict[str, Any], str | None]:
-        """Alternate policy and env until the episode ends; returns the final info and error."""
+        """Alternate policy and env until the episode ends; returns the final info and error.
+        The step that ends the episode is never shown to the policy (its info holds scores)."""
         base = env.unwrapped
         stage = "reset"
         try:
-            with _wall_guard(deadline):
-                self.policy.reset(observation, info)
+            self._call(deadline, self.policy.reset, observation, info)
             while True:
                 stage = "act"
-                with _wall_guard(deadline):
-                    action = self.policy.act(observation, info)
+                action = self._call(deadline, self.policy.act, observation, info)
                 stage = "step"
                 observation, _, terminated, truncated, info = env.step(action)
                 if terminated or truncated:
                     return info, None
-        except _WallTimeExceeded:
+        except PolicyDeadlineExceeded:
             return base.end_episode("wall_time"), None
         except Exception as exc:  # noqa: BLE001 - the run goes on; the episode records it
             where = "the environment's step" if stage == "step" else f"policy.{stage}()"
-            message = f"{where} raised {type(exc).__name__}: {exc}"
+            message = f"{where} raised {_exception_name(exc)}: {exc}"
             return base.end_episode("aborted"), message[:4000]
 
     def _configure_quietly(self) -> None:
@@ -284,7 +325,20 @@ class EpisodeRunner:
             pass
 
     def close(self) -> None:
-        self.policy.close()
+        try:
+            policy = getattr(self, "policy", None)
+            if policy is not None:
+                policy.close()
+        finally:
+            shutil.rmtree(self._work_dir, ignore_errors=True)
+
+
+def _exception_name(exc: BaseException) -> str:
+    """The exception's type, or the policy's own exception type when it came from its
+    process."""
+    if isinstance(exc, RemotePolicyError):
+        return exc.remote_type
+    return type(exc).__name__
 
 
 def worker_name(kind: str = "local") -> str:

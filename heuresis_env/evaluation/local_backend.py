@@ -41,6 +41,9 @@ def _worker_main(spec: RunSpec, tasks, results, parent_pid: int) -> None:
     name = worker_name()
     try:
         runner = EpisodeRunner(spec, name)
+    except HeuresisError as exc:  # a policy that cannot start: its message says why
+        results.put(("refused", name, None, str(exc)))
+        return
     except BaseException:  # noqa: BLE001 - reported to the parent, which stops the run
         results.put(("fatal", name, None, traceback.format_exc()))
         return
@@ -109,6 +112,8 @@ def run_local_processes(spec: RunSpec, tasks: Sequence[EpisodeTask], workers: in
                 yield payload
             elif kind == "exit":
                 exited.add(name)
+            elif kind == "refused":
+                raise HeuresisError(payload)
             elif kind == "fatal":
                 where = f" while running episode {episode}" if episode else " while starting"
                 raise HeuresisError(f"worker {name} failed{where}; finished episodes are "

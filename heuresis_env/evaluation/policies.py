@@ -17,18 +17,41 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from heuresis_env.errors import HeuresisError, UnknownNameError
-from heuresis_env.policy import Policy
+from heuresis_env.policy import Policy, ReferencePolicy
 
-#: the entry-point group that names policies
+#: the entry-point group that names policies (run in a separate process by the runner)
 POLICY_ENTRY_POINT_GROUP = "heuresis.policies"
+#: the entry-point group that names references needing the truth (the ideal oracle), run on
+#: the referee's side (see :class:`~heuresis_env.policy.ReferencePolicy`)
+REFERENCE_ENTRY_POINT_GROUP = "heuresis.references"
+
+
+def _registered(group: str) -> dict[str, str]:
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep.value for ep in sorted(entry_points(group=group), key=lambda ep: ep.name)}
 
 
 def registered_policies() -> dict[str, str]:
     """Registered policy names → their ``module:attr`` values (entry points, sorted by name)."""
-    from importlib.metadata import entry_points
+    return _registered(POLICY_ENTRY_POINT_GROUP)
 
-    return {ep.name: ep.value for ep in sorted(entry_points(group=POLICY_ENTRY_POINT_GROUP),
-                                               key=lambda ep: ep.name)}
+
+def registered_references() -> dict[str, str]:
+    """Registered reference names (they need the truth) → their ``module:attr`` values."""
+    return _registered(REFERENCE_ENTRY_POINT_GROUP)
+
+
+def check_policy_name(spec: str) -> None:
+    """Refuse a name that is neither a registered policy nor a reference, listing both (a
+    ``module:attr`` spec is checked where it is imported)."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise HeuresisError(f"a policy spec must be a registered name or 'module:attr', "
+                            f"got {spec!r}")
+    spec = spec.strip()
+    if ":" not in spec and spec not in {**registered_policies(), **registered_references()}:
+        raise UnknownNameError("policy", spec, {**registered_policies(),
+                                                **registered_references()})
 
 
 def _import_attribute(target: str, spec: str) -> Any:
@@ -67,7 +90,7 @@ def resolve_policy_factory(spec: str) -> Callable[..., Policy]:
             sys.path.append(os.getcwd())
         factory = _import_attribute(spec, spec)
     else:
-        known = registered_policies()
+        known = {**registered_policies(), **registered_references()}
         if spec not in known:
             raise UnknownNameError("policy", spec, known)
         factory = _import_attribute(known[spec], spec)
@@ -94,8 +117,23 @@ def check_policy_options(spec: str, factory: Callable[..., Any], options: Mappin
                             ) from None
 
 
+def make_reference(spec: str, options: Mapping[str, Any] | None = None) -> ReferencePolicy:
+    """Build a registered reference (``heuresis.references``) in this process; it must be a
+    :class:`ReferencePolicy`."""
+    known = registered_references()
+    if spec not in known:
+        raise UnknownNameError("reference", spec, known)
+    reference = make_policy(spec, options)
+    if not isinstance(reference, ReferencePolicy):
+        raise HeuresisError(f"reference {spec!r} built a {type(reference).__name__}, not a "
+                            "heuresis_env.policy.ReferencePolicy")
+    return reference
+
+
 def make_policy(spec: str, options: Mapping[str, Any] | None = None) -> Policy:
-    """Build a policy from its spec and options; the result must be a :class:`Policy`."""
+    """Build a policy (or a reference) from its spec and options, in this process; the result
+    must be a :class:`Policy`. ``heuresis evaluate`` builds policies in a separate process
+    (:mod:`heuresis_env.evaluation.policy_process`); this is for development and tests."""
     options = dict(options or {})
     factory = resolve_policy_factory(spec)
     check_policy_options(spec, factory, options)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from heuresis_env.cache import stable_hash
 from heuresis_env.errors import HeuresisError, RunFormatError
 from heuresis_env.generation.datasets import register_from_details
 from heuresis_env.generation.instances import (
@@ -34,8 +35,10 @@ from heuresis_env.generation.instances import (
 )
 from heuresis_env.seeding import text_seed
 
-#: version of the run directory format written here
-RUN_FORMAT_VERSION = 1
+#: version of the run directory format written here (2: result lines carry their config's
+#: digest); format 1 directories are still read
+RUN_FORMAT_VERSION = 2
+READABLE_FORMAT_VERSIONS = (1, 2)
 CONFIG_NAME = "config.json"
 RESULTS_NAME = "results.jsonl"
 TRACES_DIR = "traces"
@@ -43,6 +46,9 @@ TRANSCRIPTS_DIR = "transcripts"
 LOCK_NAME = ".evaluate.lock"
 #: config fields that may differ between a run and its resumption
 IGNORED_CONFIG_FIELDS = frozenset({"created"})
+#: the digests of the configs a ``--force`` replaced, whose result lines stay valid (``null``
+#: stands for the lines of a format-1 config, which carry no digest)
+PREVIOUS_DIGESTS_FIELD = "previous_config_digests"
 #: score keys a result line must hold
 SCORE_KEYS = ("f1", "precision", "recall", "shd", "nshd", "shd_cpdag", "n_edges")
 #: the score key every result line of a task must hold (graph: adjacency F1; qa: correct)
@@ -80,6 +86,37 @@ def episode_file_stem(episode: str) -> str:
 def episode_seed(episode: str) -> int:
     """The seed passed to ``env.reset`` for an episode: a hash of its id, the same everywhere."""
     return text_seed(f"heuresis-episode:{episode}")
+
+
+def config_digest(config: Mapping[str, Any]) -> str:
+    """SHA-256 of what identifies a run's config (its creation time and the digests it
+    replaced aside); every result line written under the config carries it."""
+    return stable_hash({k: v for k, v in config.items()
+                        if k not in IGNORED_CONFIG_FIELDS and k != PREVIOUS_DIGESTS_FIELD})
+
+
+def accepted_digests(config: Mapping[str, Any]) -> set[str | None]:
+    """The config digests a run directory's result lines may carry: its config's, and those
+    of the configs a ``--force`` replaced."""
+    return {config_digest(config), *config.get(PREVIOUS_DIGESTS_FIELD, [])}
+
+
+def check_result_digests(config: Mapping[str, Any], digests: list[tuple[str, Any]],
+                         run_path: Path) -> None:
+    """Refuse result lines written under another config: (where, digest) pairs, checked for a
+    format-2 config (format 1 lines carry no digest)."""
+    if config.get("format_version") == 1:
+        return
+    accepted = accepted_digests(config)
+    foreign = [(where, digest) for where, digest in digests if digest not in accepted]
+    if foreign:
+        where, digest = foreign[0]
+        what = "no config digest" if digest is None else f"config digest {str(digest)[:12]}…"
+        raise RunFormatError(
+            f"{run_path} mixes runs: {len(foreign)} result line(s) (first {where}) carry "
+            f"{what}, not the digest of its config.json ({config_digest(config)[:12]}…). "
+            "Its results cannot be attributed to one policy and settings; move the foreign "
+            "lines out, or start over with another --out")
 
 
 def salt_digest(salt: str | None) -> str | None:
@@ -134,6 +171,7 @@ class EpisodeRecord:
     task: str = "graph"
     question: Mapping[str, Any] | None = None
     ground_truth: bool = True  # False on a data table given without a graph (unscored)
+    config_digest: str | None = None
 
     @property
     def instance(self) -> InstanceId:
@@ -232,9 +270,9 @@ def _read_config(path: Path) -> dict[str, Any]:
     missing = [k for k in _REQUIRED_CONFIG if k not in config]
     if missing:
         raise RunFormatError(f"{config_path} lacks {missing}")
-    if config["format_version"] != RUN_FORMAT_VERSION:
+    if config["format_version"] not in READABLE_FORMAT_VERSIONS:
         raise RunFormatError(f"{config_path} is run format {config['format_version']!r}; "
-                                  f"this code reads format {RUN_FORMAT_VERSION}")
+                             f"this code reads formats {list(READABLE_FORMAT_VERSIONS)}")
     if not isinstance(config["settings"], dict):
         raise RunFormatError(f"{config_path}: 'settings' must be an object")
     if not isinstance(config["instance_keys"], list):
@@ -295,17 +333,21 @@ def _episode(run_path: Path, record: Any, where: str, task: str = "graph") -> Ep
             task=task,
             question=question if isinstance(question, dict) else None,
             ground_truth=bool(record.get("ground_truth", True)),
+            config_digest=record.get("config_digest"),
         )
     except (TypeError, ValueError) as exc:
         raise RunFormatError(f"{where}: a field has the wrong type ({exc})") from None
 
 
-def read_results(run_path: Path, task: str = "graph") -> tuple[list[EpisodeRecord], list[str]]:
+def read_results(run_path: Path, task: str = "graph",
+                 config: Mapping[str, Any] | None = None
+                 ) -> tuple[list[EpisodeRecord], list[str]]:
     """The episodes of ``run_path/results.jsonl`` and any warnings about the file.
 
     A last line without a newline is an append cut short by a crash and is ignored; a
     malformed line elsewhere is an error naming it. When an episode id occurs twice the last
-    line wins (and a warning says so).
+    line wins (and a warning says so). With the run's ``config``, a line written under
+    another config is refused (:func:`check_result_digests`).
     """
     results_path = run_path / RESULTS_NAME
     warnings: list[str] = []
@@ -323,6 +365,7 @@ def read_results(run_path: Path, task: str = "graph") -> tuple[list[EpisodeRecor
                         "cut short)")
     lines = lines[:-1]
     by_id: dict[str, EpisodeRecord] = {}
+    digests: list[tuple[str, Any]] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -332,10 +375,13 @@ def read_results(run_path: Path, task: str = "graph") -> tuple[list[EpisodeRecor
         except json.JSONDecodeError as exc:
             raise RunFormatError(f"{where}: not JSON ({exc.msg})") from None
         episode = _episode(run_path, record, where, task)
+        digests.append((where, episode.config_digest))
         if episode.episode_id in by_id:
             warnings.append(f"{where}: episode {episode.episode_id} appears again; the last "
                             "line is used")
         by_id[episode.episode_id] = episode
+    if config is not None:
+        check_result_digests(config, digests, run_path)
     return list(by_id.values()), warnings
 
 
@@ -348,7 +394,7 @@ def load_run(path: str | os.PathLike) -> RunDirectory:
     """
     run_path = Path(path)
     config = _read_config(run_path)
-    episodes, warnings = read_results(run_path, run_task(config))
+    episodes, warnings = read_results(run_path, run_task(config), config)
     run = RunDirectory(run_path, config, episodes, warnings)
     known = {(k.get("family"), k.get("split"), k.get("index")) for k in run.instance_keys}
     for episode in episodes:

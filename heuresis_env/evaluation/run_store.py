@@ -1,5 +1,6 @@
 """Writing a run directory (format: :mod:`heuresis_env.evaluation.run_format`): a config
-written once, an append-only results file, traces, transcripts; resuming one.
+written once the run can start (with its first result), an append-only results file whose
+every line carries the config's digest, traces, transcripts; resuming one.
 
 Every result line is written by one ``os.write`` on an ``O_APPEND`` descriptor and then
 ``fsync``-ed, so a killed or interrupted run never leaves a half line that a reader trusts
@@ -23,14 +24,18 @@ from heuresis_env.evaluation.run_format import (
     CONFIG_NAME,
     IGNORED_CONFIG_FIELDS,
     LOCK_NAME,
+    PREVIOUS_DIGESTS_FIELD,
+    READABLE_FORMAT_VERSIONS,
     RESULTS_NAME,
     RUN_FORMAT_VERSION,
     TRACES_DIR,
     TRANSCRIPTS_DIR,
+    check_result_digests,
+    config_digest,
     episode_file_stem,
     salt_digest,
 )
-from heuresis_env.files import atomic_write_bytes, json_line, json_safe
+from heuresis_env.files import atomic_write_bytes, json_line, json_safe, output_directory
 from heuresis_env.version import __version__
 
 #: distributions whose versions a config records (those installed)
@@ -72,10 +77,12 @@ def code_version() -> str:
 def build_config(*, policy: str, policy_options: Mapping[str, Any], settings: Mapping[str, Any],
                  split: str, families: Sequence[str], count: int, repeats: int,
                  d: int | None, n: int | None, instance_keys: Sequence[Mapping[str, Any]],
-                 salt: str | None, datasets: Sequence[Mapping[str, Any]] = ()
-                 ) -> dict[str, Any]:
+                 salt: str | None, datasets: Sequence[Mapping[str, Any]] = (),
+                 reference: bool = False, policy_isolation: str = "process") -> dict[str, Any]:
     """The config of a run, in the run directory format (``d``/``n`` None: each family's own
-    size; ``datasets``: the CSV tables played, for workers and reports to read again)."""
+    size; ``datasets``: the CSV tables played, for workers and reports to read again).
+    ``reference``: the policy is a reference that saw the truth; ``policy_isolation``: how the
+    policy process was isolated (``namespaces``, ``process``, or ``referee`` for a reference)."""
     keys = sorted((dict(k) for k in instance_keys),
                   key=lambda k: (k["family"], k["split"], k["index"]))
     return {
@@ -85,7 +92,8 @@ def build_config(*, policy: str, policy_options: Mapping[str, Any], settings: Ma
         "repeats": int(repeats), "d": None if d is None else int(d),
         "n": None if n is None else int(n), "instance_keys": keys,
         **({"datasets": [dict(t) for t in datasets]} if datasets else {}),
-        "salt_digest": salt_digest(salt),
+        "salt_digest": salt_digest(salt), "reference": bool(reference),
+        "policy_isolation": policy_isolation,
         "package_versions": package_versions(), "code_version": code_version(),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
@@ -121,7 +129,7 @@ def config_differences(old: Mapping[str, Any], new: Mapping[str, Any],
     """Each field in which two configs differ, as ``field: was X, now Y`` (``created`` aside)."""
     differences = []
     for field in sorted(set(old) | set(new)):
-        if not prefix and field in IGNORED_CONFIG_FIELDS:
+        if not prefix and (field in IGNORED_CONFIG_FIELDS or field == PREVIOUS_DIGESTS_FIELD):
             continue
         name = f"{prefix}{field}"
         missing = object()
@@ -151,6 +159,9 @@ class RunStore:
         self.results_path = self.directory / RESULTS_NAME
         self.traces_dir = self.directory / TRACES_DIR
         self.transcripts_dir = self.directory / TRANSCRIPTS_DIR
+        self._pending_config: dict[str, Any] | None = None  # written by commit()
+        self._replaced: dict[str, Any] | None = None
+        self.config_digest: str | None = None
 
     # ---- locking -------------------------------------------------------------------------
     @contextmanager
@@ -158,7 +169,7 @@ class RunStore:
         """Hold the directory's writer lock: one ``heuresis evaluate`` per run directory."""
         from filelock import FileLock, Timeout
 
-        self.directory.mkdir(parents=True, exist_ok=True)
+        output_directory(self.directory, "run directory")
         lock = FileLock(str(self.directory / LOCK_NAME))
         try:
             lock.acquire(timeout=0)
@@ -181,10 +192,10 @@ class RunStore:
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise RunFormatError(f"{self.config_path} is not JSON ({exc}); it is not a "
                                       "run directory written by heuresis evaluate") from None
-        if not isinstance(config, dict) or config.get("format_version") != RUN_FORMAT_VERSION:
-            version = config.get("format_version") if isinstance(config, dict) else None
+        version = config.get("format_version") if isinstance(config, dict) else None
+        if version not in READABLE_FORMAT_VERSIONS:
             raise RunFormatError(f"{self.config_path} has run format version {version!r}; "
-                                      f"this code writes version {RUN_FORMAT_VERSION}")
+                                 f"this code writes version {RUN_FORMAT_VERSION}")
         return config
 
     def write_config(self, config: Mapping[str, Any]) -> None:
@@ -192,19 +203,25 @@ class RunStore:
         atomic_write_bytes(self.config_path, payload.encode("utf-8"), durable=True)
 
     def prepare(self, config: Mapping[str, Any], force: bool = False) -> list[str]:
-        """Start or resume a run: write ``config`` if new, else compare it with the stored one.
+        """Check that a run with ``config`` may start or resume here; write nothing yet.
 
-        A differing config is refused with every differing field named, unless ``force``: then
-        the stored config is kept as ``config.replaced-<time>.json``, the new one is written,
-        and finished episodes stay finished. Returns the differences that ``force`` accepted.
-        Also drops a torn last line of the results file (an episode that never finished).
+        A results file without a config is refused (its lines cannot be attributed to a
+        policy and settings), and so is a results file holding a line written under another
+        config. A differing config is refused with every differing field named, unless
+        ``force``: then :meth:`commit` keeps the stored config as
+        ``config.replaced-<time>.json``, writes the new one, and finished episodes stay
+        finished. Returns the differences that ``force`` accepted. Also drops a torn last
+        line of the results file (an episode that never finished).
         """
-        self.directory.mkdir(parents=True, exist_ok=True)
         stored = self.read_config()
+        if stored is None and self._has_results():
+            raise RunFormatError(
+                f"{self.directory} holds {RESULTS_NAME} but no {CONFIG_NAME}, so its episodes "
+                "cannot be attributed to a policy and settings; restore its config.json, move "
+                f"{RESULTS_NAME} and {TRACES_DIR}/ out of the way, or use another --out")
         differences: list[str] = []
-        if stored is None:
-            self.write_config(config)
-        else:
+        config = dict(config)
+        if stored is not None:
             differences = config_differences(stored, config)
             if differences and not force:
                 listed = "\n  ".join(differences)
@@ -213,12 +230,42 @@ class RunStore:
                     f"differ:\n  {listed}\nRerun with the same options to resume it, use "
                     "another --out, or pass --force to accept the new config (finished "
                     "episodes are kept)")
+            self._check_results(stored)
+            previous = list(stored.get(PREVIOUS_DIGESTS_FIELD, []))
             if differences:
-                stamp = time.strftime("%Y%m%dT%H%M%S")
-                self.config_path.replace(self.directory / f"config.replaced-{stamp}.json")
-                self.write_config(config)
+                previous.append(None if stored.get("format_version") == 1
+                                else config_digest(stored))
+            if previous:
+                config[PREVIOUS_DIGESTS_FIELD] = previous
+            self._replaced = stored if differences else None
+            self._pending_config = config if differences else None
+        else:
+            self._pending_config = config
+        self.config_digest = config_digest(config)
         self.repair_results()
         return differences
+
+    def commit(self) -> None:
+        """Write the config :meth:`prepare` accepted, once the run can start (the runner calls
+        it before the first result line): a failed start leaves no config behind."""
+        if self._pending_config is None:
+            return
+        if self._replaced is not None and self.config_path.exists():
+            stamp = time.strftime("%Y%m%dT%H%M%S")
+            self.config_path.replace(self.directory / f"config.replaced-{stamp}.json")
+        self.write_config(self._pending_config)
+        self._pending_config = self._replaced = None
+
+    def _has_results(self) -> bool:
+        try:
+            return self.results_path.stat().st_size > 0
+        except FileNotFoundError:
+            return False
+
+    def _check_results(self, config: Mapping[str, Any]) -> None:
+        digests = [(f"{self.results_path}:{number}", record.get("config_digest"))
+                   for number, record in self._result_lines()]
+        check_result_digests(config, digests, self.directory)
 
     # ---- results -----------------------------------------------------------------------------
     def repair_results(self) -> int:
@@ -249,10 +296,14 @@ class RunStore:
             return size - keep
 
     def append_result(self, record: Mapping[str, Any]) -> None:
-        """Append one result line with a single ``write`` on an ``O_APPEND`` fd, then fsync."""
-        payload = json_line(record)
+        """Append one result line, stamped with the config's digest, with a single ``write``
+        on an ``O_APPEND`` fd, then fsync (the config is written first if still pending)."""
+        self.commit()
+        if self.config_digest is None:
+            raise HeuresisError("RunStore.prepare(config) must run before results are written")
+        payload = json_line({**record, "config_digest": self.config_digest})
         self.directory.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.results_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(self.results_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
         try:
             written = os.write(fd, payload)
             if written != len(payload):  # a full disk; the torn line is cut at the next start
@@ -262,11 +313,10 @@ class RunStore:
         finally:
             os.close(fd)
 
-    def read_results(self) -> list[dict[str, Any]]:
-        """The result records in file order (first of any duplicate id; torn last line ignored)."""
+    def _result_lines(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(line number, record) of every complete line (a torn last line is ignored)."""
         if not self.results_path.exists():
-            return []
-        records, seen = [], set()
+            return
         with open(self.results_path, encoding="utf-8") as f:
             for number, line in enumerate(f, start=1):
                 if not line.endswith("\n"):
@@ -277,14 +327,20 @@ class RunStore:
                     record = json.loads(line)
                 except json.JSONDecodeError as exc:
                     raise RunFormatError(f"{self.results_path}:{number}: not JSON "
-                                              f"({exc.msg})") from None
+                                         f"({exc.msg})") from None
                 if not isinstance(record, dict) or "episode_id" not in record:
                     raise RunFormatError(f"{self.results_path}:{number}: not a result "
-                                              "record (no episode_id)")
-                if record["episode_id"] in seen:
-                    continue
-                seen.add(record["episode_id"])
-                records.append(record)
+                                         "record (no episode_id)")
+                yield number, record
+
+    def read_results(self) -> list[dict[str, Any]]:
+        """The result records in file order (first of any duplicate id; torn last line ignored)."""
+        records, seen = [], set()
+        for _, record in self._result_lines():
+            if record["episode_id"] in seen:
+                continue
+            seen.add(record["episode_id"])
+            records.append(record)
         return records
 
     def finished_ids(self) -> set[str]:

@@ -34,9 +34,16 @@ from heuresis_env.evaluation.episode import (
 )
 from heuresis_env.evaluation.local_backend import run_local_processes
 from heuresis_env.evaluation.policies import (
+    check_policy_name,
     check_policy_options,
     registered_policies,
+    registered_references,
     resolve_policy_factory,
+)
+from heuresis_env.evaluation.policy_process import (
+    ISOLATION_LEVELS,
+    confinement_available,
+    runner_protected,
 )
 from heuresis_env.evaluation.ray_backend import run_with_ray
 from heuresis_env.evaluation.run_format import (
@@ -160,7 +167,8 @@ def evaluate(policy_spec: str, families: str | Iterable[str] = "all", split: str
              force: bool = False, d: int | None = None, n: int | None = None,
              salt: str | None = None, progress: bool = True, address: str | None = None,
              task: str = "graph", name_mode: str = "anonymous",
-             datasets: Iterable[Mapping[str, Any]] = ()) -> RunSummary:
+             datasets: Iterable[Mapping[str, Any]] = (),
+             policy_isolation: str = "auto") -> RunSummary:
     """Run ``policy_spec`` on ``count`` instances of each family × ``repeats`` into ``out_dir``.
 
     Finished episodes already in ``out_dir`` are skipped (resume); a different config there is
@@ -175,6 +183,12 @@ def evaluate(policy_spec: str, families: str | Iterable[str] = "all", split: str
     table's own). ``datasets`` are CSV tables to play (``{"path", "graph", "anonymize",
     "standardize", "name"}``): each is registered, added to ``families`` and recorded in the
     config, so workers and reports can read it again.
+
+    The policy runs in its own process (:mod:`heuresis_env.evaluation.policy_process`),
+    confined in namespaces where the machine allows (``policy_isolation="auto"``;
+    ``"namespaces"`` insists, ``"process"`` settles for a plain process); a registered
+    reference that needs the truth (``heuresis.references``) runs on the referee's side and
+    its run is marked as a reference.
     """
     started = time.perf_counter()
     if split not in SPLIT_SIZES:
@@ -202,12 +216,20 @@ def evaluate(policy_spec: str, families: str | Iterable[str] = "all", split: str
         raise UnknownNameError("name mode", name_mode, NAME_MODES)
     salt = resolve_salt(split, salt)
     _check_environment(settings, split, chosen[0], d, n, task, name_mode)
-    factory = resolve_policy_factory(policy_spec)
-    check_policy_options(policy_spec, factory, policy_options)
+    check_policy_name(policy_spec)
+    reference = policy_spec in registered_references()
+    if reference:  # a trusted, registered reference: built here, so checked here
+        factory = resolve_policy_factory(policy_spec)
+        check_policy_options(policy_spec, factory, policy_options)
+        isolation = "process"
+    else:  # a policy is imported, checked and built only in its own process
+        isolation = _resolve_policy_isolation(policy_isolation, out_dir)
     table_details = tuple(dict(t.details) for t in tables)
     spec = RunSpec(policy=policy_spec, policy_options=policy_options, settings=settings,
                    d=d, n=n, salt=salt, task=task, name_mode=name_mode,
-                   datasets=table_details)
+                   datasets=table_details, reference=reference,
+                   policy_isolation=isolation,
+                   hidden_paths=(os.path.realpath(os.fspath(out_dir)),))
     if task == "graph":
         count = size if count is None else _check_int("count", count, 1, size)
         keys = [InstanceKey(family, split, index, d=d, n=n) for family in chosen
@@ -225,16 +247,18 @@ def evaluate(policy_spec: str, families: str | Iterable[str] = "all", split: str
                           settings=settings.to_dict(), split=split, families=chosen,
                           count=count, repeats=repeats, d=d, n=n,
                           instance_keys=[k.to_dict() for k in keys], salt=salt,
-                          datasets=table_details)
+                          datasets=table_details, reference=reference,
+                          policy_isolation="referee" if reference else isolation)
     config.update(question_fields)
     store = RunStore(out_dir)
-    with store.lock():
+    with store.lock(), runner_protected():
         accepted = store.prepare(config, force=force)
         done = store.finished_ids()
         pending = [task for task in tasks if task.episode_id not in done]
         resumed = len(tasks) - len(pending)
         _run_pending(store, spec, pending, len(tasks), resumed, workers, backend, address,
                      progress)
+        store.commit()  # a forced config with nothing left to run
         wanted = {task.episode_id for task in tasks}
         records = [r for r in store.read_results() if r["episode_id"] in wanted]
     score = "f1" if task == "graph" else "correct"
@@ -272,6 +296,26 @@ def _question_tasks(families: Sequence[str], split: str, count: int | None, repe
               "questions": {"count": count, "per_kind": sets[families[0]].key["per_kind"],
                             "digests": {f: sets[f].digest for f in families}}}
     return tasks, keys, fields
+
+
+def _resolve_policy_isolation(requested: str, out_dir: str | os.PathLike) -> str:
+    """The policy process's isolation: ``auto`` picks namespaces where available. Confined,
+    the process cannot see the run directory, so it must not be its working folder."""
+    if requested not in ("auto", *ISOLATION_LEVELS):
+        raise UnknownNameError("policy isolation", requested, ("auto", *ISOLATION_LEVELS))
+    missing = confinement_available()
+    if requested == "namespaces" and missing:
+        raise HeuresisError(f"policy isolation 'namespaces' is not available on this machine "
+                            f"(it lacks {missing}); pass policy_isolation='process' "
+                            "(--policy-isolation process) to run policies in a plain process")
+    isolation = requested if requested != "auto" else ("process" if missing else "namespaces")
+    if isolation == "namespaces":
+        run_dir, here = os.path.realpath(os.fspath(out_dir)), os.path.realpath(os.getcwd())
+        if here == run_dir or here.startswith(run_dir.rstrip("/") + "/"):
+            raise HeuresisError(f"the run directory {out_dir} holds the working folder; the "
+                                "policy process must not see the run directory, so give an "
+                                "--out outside the working folder (e.g. runs/NAME)")
+    return isolation
 
 
 def _check_environment(settings: EpisodeSettings, split: str, family: str, d: int | None,

@@ -37,7 +37,7 @@ import numpy as np
 from heuresis_env.cache import MemoCache, stable_hash
 from heuresis_env.data import data_sha256
 from heuresis_env.errors import HeuresisError, InstanceFormatError, UnknownNameError
-from heuresis_env.files import atomic_write_bytes
+from heuresis_env.files import atomic_write_bytes, output_directory
 from heuresis_env.generation.families import FAMILIES, FAMILY_NAME_PATTERN, get_family, sample_scm
 from heuresis_env.generation.scm import GRAPH_MODELS, SCM, calibrate_scm, standardize_columns
 from heuresis_env.graphs import Graph, GraphType, cpdag_from_dag
@@ -544,8 +544,7 @@ def load_instance(path: str | os.PathLike) -> Instance:
 def save_split(instances: Iterable[Instance], directory: str | os.PathLike) -> Path:
     """Save instances under ``directory`` (one JSON + NPZ pair each) and a manifest listing
     their keys, file stems and hashes; the manifest is written last."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    directory = output_directory(directory, "split directory")
     entries = []
     for instance in instances:
         save_instance(instance, directory / instance.key.slug)

@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 import numpy as np
 
 from heuresis_env.errors import HeuresisError
+from heuresis_env.files import atomic_write_bytes, output_directory
 from heuresis_env.generation.families import expand_families
 from heuresis_env.generation.instances import InstanceKey, generate_instance, resolve_salt
 from heuresis_env.metrics import BootstrapResult
@@ -187,9 +188,8 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
     started = time.perf_counter()
     loaded = load_runs(run_dirs, allow_mixed=allow_mixed)
     settings = Settings(n_resamples=n_resamples, confidence=confidence, seed=seed)
-    out = Path(out_dir)
-    figure_dir = out / FIGURES_DIR
-    figure_dir.mkdir(parents=True, exist_ok=True)
+    out = output_directory(out_dir, "report directory")
+    figure_dir = output_directory(out / FIGURES_DIR, "figure directory")
     if not loaded.runs:
         return _question_report(loaded, out, settings, started)
     warnings = list(loaded.warnings)
@@ -417,18 +417,9 @@ def _question_report(loaded: LoadedRuns, out: Path, settings: Settings,
 
 
 def _write_text(path: Path, text: str) -> None:
-    """Write atomically (temporary file + rename), so a reader never sees half a report."""
-    import tempfile
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    """Write atomically (temporary file + rename, the user's umask), so a reader never sees
+    half a report."""
+    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def signal_table(study: SignalStudy, requests: Sequence[str]) -> Table:

@@ -7,6 +7,7 @@ raise, report tokens, or try to change the budgets the runner imposes.
 
 from __future__ import annotations
 
+import ctypes
 import itertools
 import os
 import signal
@@ -157,11 +158,19 @@ class RLObserver(Policy):
 
 
 class KillsItsProcess(FisherSkeleton):
-    """Like :class:`FisherSkeleton`, but its process dies (as if out of memory) on instance 1."""
+    """Like :class:`FisherSkeleton`, but its process crashes (a segmentation fault) on instance
+    1; with ``parent=True`` it kills the process that runs it instead (the runner's worker,
+    which a policy process can see only without namespace isolation)."""
+
+    def __init__(self, parent: bool = False, **options: Any):
+        super().__init__(**options)
+        self.parent = parent
 
     def act(self, observation: Any, info: dict[str, Any]) -> Any:
         if self.index == 1:
-            os.kill(os.getpid(), signal.SIGKILL)
+            if self.parent:
+                os.kill(os.getppid(), signal.SIGKILL)
+            ctypes.string_at(0)
         return super().act(observation, info)
 
 

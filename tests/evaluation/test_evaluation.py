@@ -36,19 +36,32 @@ SETTINGS = EpisodeSettings(max_steps=20, max_seconds=60.0)
 RESULT_FIELDS = {"episode_id", "policy", "family", "split", "index", "repeat",
                  "instance_sha256", "scores", "steps", "terminated", "truncated", "finished",
                  "termination_reason", "wall_seconds", "tokens", "cost_usd", "api_retries",
-                 "final_graph", "trace", "transcript", "error", "worker", "ground_truth"}
+                 "final_graph", "trace", "transcript", "error", "worker", "ground_truth",
+                 "reference", "config_digest"}
 SCORE_FIELDS = {"f1", "precision", "recall", "shd", "nshd", "shd_cpdag", "n_edges"}
 CONFIG_FIELDS = {"format_version", "policy", "policy_options", "settings", "split", "families",
                  "count", "repeats", "d", "n", "instance_keys", "salt_digest",
-                 "package_versions", "code_version", "created"}
-#: fields that may differ between two runs of a deterministic policy
-TIMING_FIELDS = {"wall_seconds", "worker"}
+                 "reference", "policy_isolation", "package_versions", "code_version", "created"}
+#: fields that may differ between two runs of a deterministic policy (the config digest
+#: differs when an option that does not change the policy's graphs does, e.g. a sleep)
+TIMING_FIELDS = {"wall_seconds", "worker", "config_digest"}
 
 
 def comparable(records: list[dict]) -> dict[str, dict]:
     """Records by episode id without the timing and worker fields."""
     return {r["episode_id"]: {k: v for k, v in r.items() if k not in TIMING_FIELDS}
             for r in records}
+
+
+def assert_same_records(records: list[dict], expected: list[dict]) -> None:
+    """The same episodes with the same fields (timing aside); the message names what differs."""
+    got, want = comparable(records), comparable(expected)
+    assert sorted(got) == sorted(want)
+    differences = {episode: {k: (got[episode].get(k), want[episode].get(k))
+                             for k in set(got[episode]) | set(want[episode])
+                             if got[episode].get(k) != want[episode].get(k)}
+                   for episode in got}
+    assert not any(differences.values()), differences
 
 
 def run_fisher(out: Path, **kwargs) -> RunSummary:
@@ -95,6 +108,7 @@ def test_policy_options_parse_json_values_and_refuse_malformed_ones():
 
 def test_results_file_appends_whole_lines_and_cuts_a_torn_last_line(tmp_path):
     store = RunStore(tmp_path)
+    store.prepare({"format_version": 2, "policy": "p"})
     store.append_result({"episode_id": "lg/dev/0/r0", "scores": {"precision": float("nan")}})
     with open(store.results_path, "ab") as f:  # a writer killed mid-line
         f.write(b'{"episode_id": "lg/dev/1/r0", "sco')
@@ -331,15 +345,24 @@ def test_local_worker_processes_match_the_in_process_run(tmp_path, clean_run):
     summary = run_fisher(out, count=3, workers=2)
     records = RunStore(out).read_results()
     assert summary.ran == 6 and len({r["worker"] for r in records}) >= 1
-    assert comparable(records) == comparable(clean_run[1])
-    with pytest.raises(HeuresisError, match="failed while starting"):
+    assert_same_records(records, clean_run[1])
+    with pytest.raises(HeuresisError, match="could not be built: RuntimeError: this policy "
+                                            "cannot be built here"):
         evaluate("tests.evaluation.eval_policies:fails_in_worker", families=["lg"], count=2, workers=2,
                  settings=SETTINGS, out_dir=tmp_path / "fails", **SMALL)
+    # a policy process that dies costs its episode, not the run
+    evaluate("tests.evaluation.eval_policies:KillsItsProcess", families=["lg"], count=3,
+             workers=2, settings=SETTINGS, out_dir=tmp_path / "policy-killed", **SMALL)
+    saved = {r["episode_id"]: r for r in RunStore(tmp_path / "policy-killed").read_results()}
+    assert sorted(saved) == ["lg/dev/0/r0", "lg/dev/1/r0", "lg/dev/2/r0"]
+    assert "the policy process died (SIGSEGV)" in saved["lg/dev/1/r0"]["error"]
+    assert saved["lg/dev/2/r0"]["error"] is None and saved["lg/dev/2/r0"]["finished"]
     # a worker killed from outside (out of memory, say) stops the run; finished episodes stay
     with pytest.raises(HeuresisError, match=r"died while running episode lg/dev/1/r0 \(exit "
                                             r"code -9\); finished episodes are saved"):
-        evaluate("tests.evaluation.eval_policies:KillsItsProcess", families=["lg"], count=3, workers=2,
-                 settings=SETTINGS, out_dir=tmp_path / "killed", **SMALL)
+        evaluate("tests.evaluation.eval_policies:KillsItsProcess", families=["lg"], count=3,
+                 workers=2, settings=SETTINGS, out_dir=tmp_path / "killed",
+                 policy_options={"parent": True}, policy_isolation="process", **SMALL)
     saved = {r["episode_id"] for r in RunStore(tmp_path / "killed").read_results()}
     assert "lg/dev/1/r0" not in saved and saved <= {"lg/dev/0/r0", "lg/dev/2/r0"}
 
@@ -411,7 +434,7 @@ def _resume_and_check(out: Path, command: list[str], clean: list[dict]) -> None:
     lines = (out / "results.jsonl").read_text().splitlines()
     ids = [json.loads(line)["episode_id"] for line in lines]
     assert len(ids) == len(set(ids)) == 6  # nothing lost, nothing twice
-    assert comparable(RunStore(out).read_results()) == comparable(clean)
+    assert_same_records(RunStore(out).read_results(), clean)
     assert sorted(p.name for p in (out / "traces").iterdir()) == sorted(
         f"{f}_dev_{i}_r0.jsonl" for f in ("lg", "wild") for i in range(3))
 
@@ -446,7 +469,7 @@ def test_ray_backend_writes_the_same_results_as_the_local_backend(tmp_path, clea
     summary = run_fisher(out, count=3, workers=2, backend="ray")
     records = RunStore(out).read_results()
     assert summary.ran == 6 and all(r["worker"].startswith("ray:") for r in records)
-    assert comparable(records) == comparable(clean_run[1])
+    assert_same_records(records, clean_run[1])
     clean_dir = clean_run[0]
     for record in records:  # the traces hold the same actions and outcomes
         ray_trace, local_trace = read_trace(out / record["trace"]), read_trace(

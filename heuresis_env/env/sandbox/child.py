@@ -520,26 +520,33 @@ def drop_capabilities() -> None:
     check(libc().capset(ctypes.byref(header), data), "capset (dropping all capabilities)")
 
 
-def install_seccomp_filter() -> str:
+def install_seccomp_filter(denied_names: tuple[str, ...] | None = None,
+                           namespaces: bool = True) -> str:
     """Deny namespace, mount, module, tracing and keyring syscalls (EPERM), and
-    ``prctl(PR_SET_PDEATHSIG)``, so the code cannot undo its death with its parent; clone3
-    gets ENOSYS so that glibc falls back to clone, whose flags are checked. Returns
-    "installed" or why not."""
+    ``prctl(PR_SET_PDEATHSIG)``, so the process cannot undo its death with its parent; clone3
+    gets ENOSYS so that glibc falls back to clone, whose flags are checked. ``denied_names``
+    narrows the denied syscalls (names of :data:`DENIED_SYSCALLS`) and ``namespaces=False``
+    leaves clone alone (a policy process); the prctl rule always holds. Returns "installed"
+    or why not."""
     machine = platform.machine()
     if machine not in DENIED_SYSCALLS:
         return f"unsupported architecture {machine}"
     program: list[tuple[int, int, int, int]] = []
-    denied = sorted(DENIED_SYSCALLS[machine].values())
+    table = DENIED_SYSCALLS[machine]
+    denied = sorted(table[name] for name in (table if denied_names is None else denied_names)
+                    if name in table)
     # ("label", name) marks a position; jumps name labels or the final verdicts
     body: list[tuple] = [("ld", 4), ("arch",), ("ld", 0)]
     if machine == "x86_64":
         body.append(("x32",))
     body += [("deny", nr) for nr in denied]
-    body += [("enosys", SYS_CLONE3),
-             ("skip_unless", SYS_PRCTL[machine], "clone"), ("ld", 16),
+    if namespaces:
+        body.append(("enosys", SYS_CLONE3))
+    body += [("skip_unless", SYS_PRCTL[machine], "clone"), ("ld", 16),
              ("deny_else_allow", PR_SET_PDEATHSIG),
-             ("label", "clone"),
-             ("skip_unless", SYS_CLONE[machine], "allow"), ("ld", 16), ("flags",)]
+             ("label", "clone")]
+    if namespaces:
+        body += [("skip_unless", SYS_CLONE[machine], "allow"), ("ld", 16), ("flags",)]
     labels: dict[str, int] = {}
     instructions = []
     for step in body:

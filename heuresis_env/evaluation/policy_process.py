@@ -1,0 +1,652 @@
+"""Policies in their own process: ``heuresis evaluate`` never runs policy code where the truth
+lives.
+
+The environment, its referee (closures over the true graphs), the test salt and the instance
+memo stay in the runner's process (or its worker, or Ray actor). The policy runs in a child
+process started from a fresh interpreter (``python -m heuresis_env.evaluation.policy_process``)
+with a scrubbed environment — no ``$HEURESIS_TEST_SALT``, its own cache folder — and imports
+the policy by its spec. :class:`PolicyProxy` is a :class:`~heuresis_env.policy.Policy` on the
+runner's side that forwards ``configure``, ``reset``, ``act``, ``usage``, ``transcript`` and
+``close`` over a pipe; only observations and whitelisted infos (:data:`PUBLIC_RESET_INFO`,
+:data:`PUBLIC_STEP_INFO`) cross to the child, and only JSON comes back (the runner never
+unpickles what a policy sends). Rewards never cross: the ``Policy`` interface has none, and
+the final step's info (the scores) is never passed to a policy.
+
+Where the machine allows it (Linux, root or unprivileged user namespaces) the child is also
+*confined*: it runs as PID 1 of its own PID namespace with a fresh ``/proc`` (no other process
+of the machine is visible, so neither the runner's memory nor any process environment holding
+the salt can be read), in its own mount namespace where Heuresis' cache, the run directory and
+the runner's work folder are covered by empty read-only folders (no hidden-record cache to
+read, no cache entry for the runner to load, no earlier result to peek at), without
+capabilities, with ``no_new_privs`` and a seccomp filter that keeps ``prctl`` from undoing its
+death with the runner. The runner makes itself non-dumpable while children live.
+
+A policy that crashes, hangs past the wall budget or answers garbage costs its episode (an
+error or ``wall_time`` record), never the run: the child is killed and a fresh one is started
+for the next episode.
+"""
+
+from __future__ import annotations
+
+import base64
+import ctypes
+import json
+import os
+import pickle
+import select
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from heuresis_env.cache import cache_root
+from heuresis_env.env.sandbox import child as sandbox_child
+from heuresis_env.env.sandbox.isolation import detect_isolation
+from heuresis_env.env.toolbox.registry import describe_object
+from heuresis_env.errors import HeuresisError
+from heuresis_env.evaluation.policies import make_policy
+from heuresis_env.generation.instances import TEST_SALT_ENV
+from heuresis_env.policy import EpisodeSettings, Policy
+
+#: what a policy receives of ``reset``'s info: the task's public input, its public key (the
+#: key regenerates an instance only with the salt, which never reaches the policy process) and
+#: in a question episode the public question
+PUBLIC_RESET_INFO = ("instance_index", "split", "sha256", "instance", "data", "names",
+                     "guided", "n_tools", "sealed", "question")
+#: what a policy receives of a step's info: the tool, its error and its structured result
+PUBLIC_STEP_INFO = ("step", "tool", "error", "data")
+#: how long a policy process may take to start and build the policy (model loading included)
+START_SECONDS = 600.0
+#: how long a call that has no wall deadline may take (configure, usage, close)
+CALL_SECONDS = 600.0
+#: the largest reply accepted from a policy process (a transcript rarely reaches 10 MB)
+MAX_REPLY_BYTES = 256 * 2**20
+#: environment variables never passed to a policy process
+SECRET_VARIABLES = (TEST_SALT_ENV,)
+#: where a policy process keeps its disk cache, beside (never inside) the runner's
+POLICY_CACHE_SUFFIX = "-policies"
+ISOLATION_LEVELS = ("namespaces", "process")
+#: the policy process's command (``-c`` puts the working folder on ``sys.path``, as ``-m``)
+CHILD_ENTRY = "import sys; from heuresis_env.evaluation.policy_process import main; main(sys.argv)"
+_HEADER = struct.Struct(">Q")
+_PR_SET_DUMPABLE, _PR_GET_DUMPABLE = 4, 3
+
+
+class PolicyProcessError(Exception):
+    """The policy process failed: it could not start, died, or sent something unreadable."""
+
+
+class RemotePolicyError(Exception):
+    """The policy's own code raised in its process; ``remote_type`` names the exception."""
+
+    def __init__(self, remote_type: str, message: str, remote_traceback: str = "",
+                 bad_input: bool = False):
+        super().__init__(message)
+        self.remote_type = remote_type
+        self.remote_traceback = remote_traceback
+        self.bad_input = bad_input  # a HeuresisError: its message names the problem
+
+
+class PolicyDeadlineExceeded(BaseException):  # noqa: N818 - a control-flow signal
+    """A policy call ran past the episode's wall deadline (BaseException: a policy's
+    ``except Exception`` cannot swallow it in-process)."""
+
+
+class UnsendableAction:
+    """Stands for an action object the policy process could not send as JSON; the environment
+    answers it with an error observation like any malformed action."""
+
+    def __init__(self, description: str):
+        self.description = description
+
+    def __repr__(self) -> str:
+        return f"<unsendable action: {self.description}>"
+
+
+# ---- what crosses -----------------------------------------------------------------------------
+
+def public_info(info: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+    """The whitelisted part of an info dict (anything added to infos later stays behind)."""
+    return {key: info[key] for key in keys if key in info}
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, tuple | set | frozenset):
+        return list(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def encode_reply(reply: Mapping[str, Any]) -> bytes:
+    """A reply as JSON (the runner decodes JSON only; a value that is not JSON is described)."""
+    try:
+        return json.dumps(reply, default=_json_default).encode("utf-8")
+    except (TypeError, ValueError, RecursionError) as exc:
+        return json.dumps({"error": {"type": "PolicyReplyError", "message": (
+            f"the policy returned something that is not JSON ({exc})"), "traceback": ""}}
+        ).encode("utf-8")
+
+
+def encode_action(action: Any) -> dict[str, Any]:
+    """An action as the policy process sends it: JSON, bytes as base64, or a description."""
+    if isinstance(action, bytes):
+        return {"bytes": base64.b64encode(action).decode("ascii")}
+    try:
+        if isinstance(action, np.ndarray) and action.size == 1 and action.dtype.kind in "iu":
+            action = int(action.reshape(()))
+        text = json.dumps(action, default=_json_default)
+        if len(text) > 4 * 2**20:
+            raise ValueError("longer than 4 MB")
+        return {"action": json.loads(text)}
+    except Exception as exc:  # noqa: BLE001 - the env answers it as a malformed action
+        return {"unsendable": f"{describe_object(action, 200)} ({type(exc).__name__})"}
+
+
+def decode_action(reply: Any) -> Any:
+    if isinstance(reply, dict) and len(reply) == 1:
+        if "action" in reply:
+            return reply["action"]
+        if "bytes" in reply and isinstance(reply["bytes"], str):
+            try:
+                return base64.b64decode(reply["bytes"], validate=True)
+            except ValueError:
+                pass
+        if "unsendable" in reply and isinstance(reply["unsendable"], str):
+            return UnsendableAction(reply["unsendable"][:300])
+    raise PolicyProcessError(f"the policy process sent an unreadable action "
+                             f"{describe_object(reply, 120)}")
+
+
+# ---- framing ----------------------------------------------------------------------------------
+
+def write_frame(fd: int, payload: bytes) -> None:
+    data = memoryview(_HEADER.pack(len(payload)) + payload)
+    while data:
+        written = os.write(fd, data)
+        data = data[written:]
+
+
+def _read_exactly(fd: int, count: int, deadline: float | None) -> bytes:
+    chunks, missing = [], count
+    while missing:
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                raise TimeoutError
+        chunk = os.read(fd, min(missing, 1 << 20))
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        missing -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_frame(fd: int, limit: int, deadline: float | None = None) -> bytes:
+    """One length-prefixed frame; EOFError when the other side is gone, TimeoutError at the
+    deadline, PolicyProcessError for a frame above ``limit`` bytes."""
+    (size,) = _HEADER.unpack(_read_exactly(fd, _HEADER.size, deadline))
+    if size > limit:
+        raise PolicyProcessError(f"the policy process sent a reply of {size:,} bytes; the "
+                                 f"limit is {limit:,}")
+    return _read_exactly(fd, size, deadline)
+
+
+# ---- the runner's side ------------------------------------------------------------------------
+
+def policy_cache_directory() -> Path:
+    """The policy process's cache folder: beside the runner's, never inside it."""
+    root = cache_root()
+    return root.with_name(root.name + POLICY_CACHE_SUFFIX)
+
+
+def policy_environment(salt: str | None) -> dict[str, str]:
+    """The policy process's environment: this one without the test salt (nor any variable
+    holding it), with the policy's own cache folder."""
+    environment = {}
+    for name, value in os.environ.items():
+        if name in SECRET_VARIABLES or (salt and salt in value):
+            continue
+        environment[name] = value
+    environment["HEURESIS_CACHE_DIR"] = str(policy_cache_directory())
+    environment["PYTHONUNBUFFERED"] = "1"
+    return environment
+
+
+def confinement_available() -> str | None:
+    """Why the policy process cannot be confined in namespaces here, or None when it can."""
+    info = detect_isolation()
+    missing = [f"{name} namespace ({info['namespaces'].get(name, 'not probed')})"
+               for name in ("mount", "pid") if info["namespaces"].get(name) != "ok"]
+    if info["privilege_drop"] is None:
+        missing.append("root or unprivileged user namespaces")
+    return "; ".join(missing) or None
+
+
+_DUMPABLE_LOCK = threading.Lock()
+_DUMPABLE_USERS = [0, None]  # holders (live policy processes, runs), the flag to restore
+
+
+@contextmanager
+def runner_protected() -> Iterator[None]:
+    """Keep this process non-dumpable for the duration (``evaluate`` holds it for a run)."""
+    _hold_non_dumpable(True)
+    try:
+        yield
+    finally:
+        _hold_non_dumpable(False)
+
+
+def _hold_non_dumpable(acquire: bool) -> None:
+    """Keep this (the runner's) process non-dumpable while policy processes live, so that a
+    process of the same user without capabilities cannot read its memory or environment."""
+    if not sys.platform.startswith("linux"):
+        return
+    with _DUMPABLE_LOCK:
+        if acquire:
+            if _DUMPABLE_USERS[0] == 0:
+                _DUMPABLE_USERS[1] = sandbox_child.prctl(_PR_GET_DUMPABLE)
+                sandbox_child.prctl(_PR_SET_DUMPABLE, 0)
+            _DUMPABLE_USERS[0] += 1
+        else:
+            _DUMPABLE_USERS[0] = max(0, _DUMPABLE_USERS[0] - 1)
+            if _DUMPABLE_USERS[0] == 0 and _DUMPABLE_USERS[1] == 1:
+                sandbox_child.prctl(_PR_SET_DUMPABLE, 1)
+
+
+class PolicyProcess:
+    """One policy process: started, asked, killed. Replies are JSON; a failure to answer in
+    time, an exit, or a garbled frame raises and leaves the process dead."""
+
+    def __init__(self, spec: str, options: Mapping[str, Any], *, isolation: str,
+                 hidden_paths: Sequence[str] = (), salt: str | None = None):
+        self.spec, self.options = spec, dict(options)
+        self.isolation = isolation
+        self.hidden_paths = [str(p) for p in hidden_paths]
+        self._salt = salt
+        self.process: subprocess.Popen | None = None
+        self._to_child = self._from_child = -1
+        self.description: dict[str, Any] = {}
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def start(self) -> dict[str, Any]:
+        """Start the process and build the policy; returns its name and interface."""
+        to_child_read, to_child_write = os.pipe()
+        from_child_read, from_child_write = os.pipe()
+        confine = None
+        if self.isolation == "namespaces":
+            confine = {"privilege": detect_isolation()["privilege_drop"],
+                       "hidden": self.hidden_paths, "cwd": os.getcwd()}
+        command = [sys.executable, "-c", CHILD_ENTRY, str(to_child_read),
+                   str(from_child_write), json.dumps(confine)]
+        _hold_non_dumpable(True)
+        try:
+            self.process = subprocess.Popen(
+                command, pass_fds=(to_child_read, from_child_write), close_fds=True,
+                env=policy_environment(self._salt), start_new_session=True,
+                stdin=subprocess.DEVNULL)
+        except BaseException:
+            _hold_non_dumpable(False)
+            for fd in (to_child_read, to_child_write, from_child_read, from_child_write):
+                os.close(fd)
+            raise
+        finally:
+            if self.process is not None:
+                os.close(to_child_read)
+                os.close(from_child_write)
+        self._to_child, self._from_child = to_child_write, from_child_read
+        init = {"spec": self.spec, "options": self.options, "sys_path": list(sys.path),
+                "cwd": os.getcwd()}
+        try:
+            self.description = self.call("init", init, deadline=time.monotonic() + START_SECONDS)
+        except RemotePolicyError as exc:
+            self.kill()
+            if exc.bad_input:
+                raise HeuresisError(str(exc)) from None
+            raise HeuresisError(f"policy {self.spec!r} could not be built: {exc.remote_type}: "
+                                f"{exc}\n{exc.remote_traceback}".rstrip()) from None
+        except PolicyProcessError as exc:
+            self.kill()
+            raise HeuresisError(f"policy {self.spec!r} could not be started: {exc}") from None
+        if not (isinstance(self.description, dict)
+                and self.description.get("interface") in ("text", "rl")
+                and isinstance(self.description.get("name"), str)):
+            self.kill()
+            raise HeuresisError(f"policy {self.spec!r}: its process described it as "
+                                f"{describe_object(self.description, 200)}")
+        return self.description
+
+    def call(self, kind: str, *args: Any, deadline: float | None = None) -> Any:
+        """Send one request and return the reply's value; raises :class:`RemotePolicyError`
+        for the policy's own exception, :class:`PolicyDeadlineExceeded` past ``deadline``
+        (the process is then killed), :class:`PolicyProcessError` for anything else."""
+        if not self.alive:
+            description = self._exit_description()
+            self.kill()
+            raise PolicyProcessError(description)
+        if deadline is None:
+            deadline = time.monotonic() + CALL_SECONDS
+        try:
+            write_frame(self._to_child, pickle.dumps((kind, args), protocol=5))
+            frame = read_frame(self._from_child, MAX_REPLY_BYTES, deadline)
+        except TimeoutError:
+            self.kill()
+            raise PolicyDeadlineExceeded from None
+        except (EOFError, BrokenPipeError, OSError):
+            description = self._exit_description()
+            self.kill()
+            raise PolicyProcessError(description) from None
+        except PolicyProcessError:
+            self.kill()
+            raise
+        try:
+            reply = json.loads(frame.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            self.kill()
+            raise PolicyProcessError("the policy process sent a reply that is not JSON") from None
+        if isinstance(reply, dict) and set(reply) == {"ok"}:
+            return reply["ok"]
+        error = reply.get("error") if isinstance(reply, dict) else None
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            raise RemotePolicyError(str(error.get("type", "Exception"))[:100],
+                                    error["message"][:4000], str(error.get("traceback", ""))[:20000],
+                                    error.get("bad_input") is True)
+        self.kill()
+        raise PolicyProcessError(f"the policy process sent an unreadable reply "
+                                 f"{describe_object(reply, 120)}")
+
+    def _exit_description(self) -> str:
+        if self.process is None:
+            return "the policy process is not running"
+        try:
+            code = self.process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            return "the policy process stopped answering"
+        if code < 0:
+            return f"the policy process died ({signal.Signals(-code).name})"
+        return f"the policy process exited with code {code}"
+
+    def kill(self) -> None:
+        """Kill the process (its whole group and, when confined, its PID namespace)."""
+        if self.process is None:
+            return
+        process, self.process = self.process, None
+        for send in (lambda: os.killpg(process.pid, signal.SIGKILL),
+                     lambda: os.kill(process.pid, signal.SIGKILL)):
+            try:
+                send()
+            except (ProcessLookupError, PermissionError):
+                pass
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pass
+        self._close_pipes()
+
+    def close(self) -> None:
+        """Ask the policy to close, then end the process."""
+        if self.process is None:
+            return
+        try:
+            self.call("close", deadline=time.monotonic() + 30)
+        except (PolicyProcessError, RemotePolicyError, PolicyDeadlineExceeded):
+            pass
+        process = self.process
+        if process is not None:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill()
+
+    def _close_pipes(self) -> None:
+        for fd in (self._to_child, self._from_child):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._to_child = self._from_child = -1
+        _hold_non_dumpable(False)
+
+
+class PolicyProxy(Policy):
+    """A :class:`Policy` whose every call runs in a :class:`PolicyProcess`.
+
+    A failed process is replaced at the next ``reset`` (started, built and configured again).
+    The runner sets :attr:`deadline` (a ``time.monotonic`` time) around ``reset`` and ``act``;
+    a call past it raises :class:`PolicyDeadlineExceeded`. ``usage()`` fetches usage,
+    transcript and the policy's settings in one exchange at the end of an episode;
+    ``transcript()`` and :attr:`settings` then read what it got.
+    """
+
+    def __init__(self, spec: str, options: Mapping[str, Any] | None = None, *,
+                 isolation: str = "auto", hidden_paths: Sequence[str] = (),
+                 salt: str | None = None):
+        if isolation == "auto":
+            isolation = "process" if confinement_available() else "namespaces"
+        if isolation not in ISOLATION_LEVELS:
+            raise HeuresisError(f"policy isolation must be one of {list(ISOLATION_LEVELS)}, "
+                                f"got {isolation!r}")
+        if isolation == "namespaces" and (missing := confinement_available()):
+            raise HeuresisError(f"policy isolation 'namespaces' is not available here: it "
+                                f"lacks {missing}")
+        self.isolation = isolation
+        self._process = PolicyProcess(spec, options or {}, isolation=isolation,
+                                      hidden_paths=hidden_paths, salt=salt)
+        description = self._process.start()
+        self.name, self.interface = description["name"], description["interface"]
+        self.deadline: float | None = None
+        self._configured: EpisodeSettings | None = None
+        self._reported: dict[str, Any] = {}
+
+    # the settings the policy itself holds (the runner checks it never changes them)
+    @property
+    def settings(self) -> Any:  # type: ignore[override]
+        reported = self._reported.get("settings")
+        if not isinstance(reported, dict):
+            return reported
+        try:
+            return EpisodeSettings(**reported)
+        except TypeError:
+            return reported
+
+    @settings.setter
+    def settings(self, value: Any) -> None:  # Policy's default; the child's value wins
+        pass
+
+    def _ensure_running(self) -> None:
+        if not self._process.alive:
+            self._process.start()
+            if self._configured is not None:
+                self.configure(self._configured)
+
+    def configure(self, settings: EpisodeSettings) -> None:
+        self._configured = settings
+        self._ensure_running()
+        self._reported = {"settings": self._process.call("configure", settings.to_dict())}
+
+    def reset(self, observation: Any, info: dict[str, Any]) -> None:
+        self._ensure_running()
+        self._reported.pop("usage", None)
+        self._process.call("reset", observation, public_info(info, PUBLIC_RESET_INFO),
+                           deadline=self.deadline)
+
+    def act(self, observation: Any, info: dict[str, Any]) -> Any:
+        return decode_action(self._process.call(
+            "act", observation, public_info(info, PUBLIC_STEP_INFO), deadline=self.deadline))
+
+    def usage(self) -> dict[str, Any]:
+        report = self._process.call("report")
+        if not isinstance(report, dict):
+            raise PolicyProcessError("the policy process sent an unreadable usage report")
+        self._reported = report
+        usage = report.get("usage")
+        return usage if isinstance(usage, dict) else {}
+
+    def transcript(self) -> Any:
+        return self._reported.get("transcript")
+
+    def kill(self) -> None:
+        """End the process now (after a failed call); the next ``reset`` starts a new one."""
+        self._process.kill()
+
+    def close(self) -> None:
+        self._process.close()
+
+
+# ---- the policy's side ------------------------------------------------------------------------
+
+def _confine(config: Mapping[str, Any]) -> None:
+    """Enter the confinement described in the module docstring (in this process and its
+    fork): new user (unless root), PID and mount namespaces; a fresh /proc; the hidden paths
+    covered; capabilities dropped; no_new_privs; the prctl filter. The forked child is PID 1
+    and goes on; this process waits for it and exits with its status."""
+    lib = sandbox_child.libc()
+    privilege = config["privilege"]
+    flags = sandbox_child.CLONE_NEWPID | sandbox_child.CLONE_NEWNS
+    uid, gid = os.getuid(), os.getgid()
+    if privilege == "capabilities":
+        flags |= sandbox_child.CLONE_NEWUSER
+    sandbox_child.check(lib.unshare(flags), "unshare(pid, mount namespaces)")
+    if privilege == "capabilities":
+        for path, text in (("/proc/self/setgroups", "deny"), ("/proc/self/uid_map",
+                                                               f"{uid} {uid} 1"),
+                           ("/proc/self/gid_map", f"{gid} {gid} 1")):
+            with open(path, "w") as f:
+                f.write(text)
+    pid = os.fork()
+    if pid:  # end as PID 1 ended: with its exit code, or by its signal
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _, status = os.waitpid(pid, 0)
+        if os.WIFSIGNALED(status):
+            signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+            os.kill(os.getpid(), os.WTERMSIG(status))
+        os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+    sandbox_child.prctl(sandbox_child.PR_SET_PDEATHSIG, signal.SIGKILL)
+    sandbox_child.mount(None, "/", None, sandbox_child.MS_REC | sandbox_child.MS_PRIVATE)
+    sandbox_child.mount("proc", "/proc", "proc", sandbox_child.MS_NOSUID | sandbox_child.MS_NODEV
+                        | sandbox_child.MS_NOEXEC)
+    for path in config["hidden"]:
+        if os.path.isdir(path):
+            sandbox_child.mount("tmpfs", path, "tmpfs", sandbox_child.MS_RDONLY
+                                | sandbox_child.MS_NOSUID | sandbox_child.MS_NODEV
+                                | sandbox_child.MS_NOEXEC, "size=4k,mode=0555")
+    os.chdir(config["cwd"])  # resolve the working folder again, under the new mounts
+    sandbox_child.drop_capabilities()  # root keeps its uid, but no capability, for good
+    sandbox_child.check(sandbox_child.prctl(sandbox_child.PR_SET_NO_NEW_PRIVS, 1),
+                        "prctl(PR_SET_NO_NEW_PRIVS)")
+    sandbox_child.install_seccomp_filter(("ptrace", "process_vm_readv", "process_vm_writev"),
+                                         namespaces=False)
+
+
+def _drop_root_capabilities() -> None:
+    """An unconfined policy process started by root keeps no capability (it could otherwise
+    read the runner's memory, non-dumpable or not)."""
+    if os.geteuid() == 0 and sys.platform.startswith("linux"):
+        try:
+            sandbox_child.drop_capabilities()
+        except sandbox_child.SetupError:
+            pass
+
+
+class _Server:
+    """The policy's side: builds the policy and answers requests until ``close`` or EOF."""
+
+    def __init__(self) -> None:
+        self.policy: Policy | None = None
+
+    def init(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        for entry in reversed(request["sys_path"]):
+            if entry not in sys.path:
+                sys.path.insert(1, entry)
+        self.policy = make_policy(request["spec"], request["options"])
+        if self.policy.interface not in ("text", "rl"):
+            raise HeuresisError(f"policy {request['spec']!r} has interface "
+                                f"{self.policy.interface!r}; expected 'text' or 'rl'")
+        return {"name": str(self.policy.name), "interface": self.policy.interface}
+
+    def configure(self, settings: Mapping[str, Any]) -> Any:
+        self.policy.configure(EpisodeSettings(**settings))
+        return _settings_of(self.policy)
+
+    def reset(self, observation: Any, info: dict[str, Any]) -> None:
+        self.policy.reset(observation, info)
+
+    def act(self, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
+        return encode_action(self.policy.act(observation, info))
+
+    def report(self) -> dict[str, Any]:
+        return {"usage": self.policy.usage() or {}, "transcript": self.policy.transcript(),
+                "settings": _settings_of(self.policy)}
+
+    def close(self) -> None:
+        if self.policy is not None:
+            self.policy.close()
+
+
+def _settings_of(policy: Policy) -> Any:
+    settings = getattr(policy, "settings", None)
+    if isinstance(settings, EpisodeSettings):
+        return settings.to_dict()
+    return describe_object(settings, 200)
+
+
+def serve(fd_in: int, fd_out: int) -> None:
+    """Answer the runner's requests (pickled, from a trusted parent) with JSON replies."""
+    server = _Server()
+    while True:
+        try:
+            kind, args = pickle.loads(read_frame(fd_in, 1 << 40))
+        except EOFError:
+            return  # the runner is gone
+        try:
+            reply = {"ok": getattr(server, kind)(*args)}
+        except BaseException as exc:  # noqa: BLE001 - the runner decides what it costs
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            try:
+                message = str(exc)
+            except Exception:  # noqa: BLE001
+                message = "<the message cannot be shown>"
+            reply = {"error": {"type": type(exc).__name__, "message": message,
+                               "traceback": traceback.format_exc()[-20000:],
+                               "bad_input": isinstance(exc, HeuresisError)}}
+        write_frame(fd_out, encode_reply(reply))
+        if kind == "close":
+            return
+
+
+def main(argv: list[str]) -> None:
+    fd_in, fd_out, confine = int(argv[1]), int(argv[2]), json.loads(argv[3])
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner handles Ctrl-C and stops us
+    if confine:
+        try:
+            _confine(confine)
+        except (OSError, sandbox_child.SetupError, ctypes.ArgumentError) as exc:
+            write_frame(fd_out, encode_reply({"error": {
+                "type": "PolicyConfinementError", "traceback": "",
+                "message": f"the policy process could not be confined: {exc}"}}))
+            os._exit(70)
+    else:
+        sandbox_child.prctl(sandbox_child.PR_SET_PDEATHSIG, signal.SIGKILL)
+        _drop_root_capabilities()
+    serve(fd_in, fd_out)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

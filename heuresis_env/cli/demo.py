@@ -1,11 +1,11 @@
 """``heuresis demo``: the main job — a benchmark run on built-in instances, then the report.
 
 Every registered reference and router policy (names resolved through the
-``heuresis.policies`` entry points, so this module imports neither ``agents`` nor
-``baselines``) plays the same test instances of all six families under identical settings;
-``heuresis report`` then writes the tables and figures, the headline table is printed, and
-the run ends with the path of the trace viewer (``heuresis view``) of every episode. A
-language-model policy joins only when a key or a local OpenAI-compatible server is configured
+``heuresis.policies`` and ``heuresis.references`` entry points, so this module imports
+neither ``agents`` nor ``baselines``) plays the same test instances of all six families under
+identical settings; ``heuresis report`` then writes the tables and figures, the headline table
+is printed, and the run ends with the path of the trace viewer (``heuresis view``) of every
+episode. A language-model policy joins only when a key or a local OpenAI-compatible server is configured
 (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY`` or ``HEURESIS_LLM_BASE_URL``); the RL repair
 policy (registered as ``rl``; its shipped model, or ``--rl-model``) joins in the guided
 condition — it edits PC-KCI's output under the same budgets.
@@ -22,7 +22,11 @@ from pathlib import Path
 
 from heuresis_env.budgets import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STEPS
 from heuresis_env.evaluation import evaluate
-from heuresis_env.evaluation.policies import make_policy, registered_policies
+from heuresis_env.evaluation.policies import (
+    make_policy,
+    registered_policies,
+    registered_references,
+)
 from heuresis_env.policy import EpisodeSettings
 from heuresis_env.reports.build import build_report
 from heuresis_env.viewer import build_site
@@ -70,7 +74,7 @@ def llm_configured() -> bool:
 
 def run(args: argparse.Namespace) -> int:
 
-    registered = registered_policies()
+    registered = {**registered_policies(), **registered_references()}
     wanted = DEMO_POLICIES if args.policies is None else tuple(
         p.strip() for p in args.policies.split(",") if p.strip())
     plan: list[tuple[str, str, dict]] = []  # (run name, policy spec, options)

@@ -13,27 +13,35 @@ from typing import TYPE_CHECKING, Any
 #: public name → the module of this package that defines it
 _EXPORTS = {
     "environment_kwargs": "episode", "make_environment": "episode",
-    "POLICY_ENTRY_POINT_GROUP": "policies", "make_policy": "policies",
-    "registered_policies": "policies", "resolve_policy_factory": "policies",
+    "POLICY_ENTRY_POINT_GROUP": "policies", "REFERENCE_ENTRY_POINT_GROUP": "policies",
+    "make_policy": "policies", "make_reference": "policies",
+    "registered_policies": "policies", "registered_references": "policies",
+    "resolve_policy_factory": "policies", "PolicyProxy": "policy_process",
     "episode_id": "run_format", "load_run": "run_format",
     "RunStore": "run_store", "config_differences": "run_store",
     "evaluate": "runner", "FamilySummary": "summary", "RunSummary": "summary",
 }
 
 __all__ = [
-    "POLICY_ENTRY_POINT_GROUP", "EpisodeSettings", "FamilySummary", "RunStore", "RunSummary",
-    "config_differences", "environment_kwargs", "episode_id", "evaluate", "load_run",
-    "make_environment", "make_policy", "registered_policies", "resolve_policy_factory",
+    "POLICY_ENTRY_POINT_GROUP", "REFERENCE_ENTRY_POINT_GROUP", "EpisodeSettings",
+    "FamilySummary", "PolicyProxy", "RunStore", "RunSummary", "config_differences",
+    "environment_kwargs", "episode_id", "evaluate", "load_run", "make_environment",
+    "make_policy", "make_reference", "registered_policies", "registered_references",
+    "resolve_policy_factory",
 ]
 
 if TYPE_CHECKING:
     from heuresis_env.evaluation.episode import environment_kwargs, make_environment
     from heuresis_env.evaluation.policies import (
         POLICY_ENTRY_POINT_GROUP,
+        REFERENCE_ENTRY_POINT_GROUP,
         make_policy,
+        make_reference,
         registered_policies,
+        registered_references,
         resolve_policy_factory,
     )
+    from heuresis_env.evaluation.policy_process import PolicyProxy
     from heuresis_env.evaluation.run_format import episode_id, load_run
     from heuresis_env.evaluation.run_store import RunStore, config_differences
     from heuresis_env.evaluation.runner import evaluate

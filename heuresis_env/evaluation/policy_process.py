@@ -318,10 +318,13 @@ class PolicyProcess:
             if exc.bad_input:
                 raise HeuresisError(str(exc)) from None
             raise HeuresisError(f"policy {self.spec!r} could not be built: {exc.remote_type}: "
-                                f"{exc}\n{exc.remote_traceback}".rstrip()) from None
+                                f"{exc}") from None
         except PolicyProcessError as exc:
             self.kill()
             raise HeuresisError(f"policy {self.spec!r} could not be started: {exc}") from None
+        except PolicyDeadlineExceeded:
+            raise HeuresisError(f"policy {self.spec!r} was not built within "
+                                f"{START_SECONDS:g} s") from None
         if not (isinstance(self.description, dict)
                 and self.description.get("interface") in ("text", "rl")
                 and isinstance(self.description.get("name"), str)):
@@ -639,10 +642,12 @@ def main(argv: list[str]) -> None:
             _confine(confine)
         except (OSError, sandbox_child.SetupError, ctypes.ArgumentError) as exc:
             write_frame(fd_out, encode_reply({"error": {
-                "type": "PolicyConfinementError", "traceback": "",
-                "message": f"the policy process could not be confined: {exc}"}}))
+                "type": "PolicyConfinementError", "traceback": "", "bad_input": True,
+                "message": f"the policy process could not be confined in namespaces ({exc}); "
+                           "pass --policy-isolation process (policy_isolation='process') to "
+                           "run policies in a plain process"}}))
             os._exit(70)
-    else:
+    elif sys.platform.startswith("linux"):
         sandbox_child.prctl(sandbox_child.PR_SET_PDEATHSIG, signal.SIGKILL)
         _drop_root_capabilities()
     serve(fd_in, fd_out)

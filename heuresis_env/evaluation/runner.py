@@ -143,7 +143,8 @@ def _policy_search_path(spec: str) -> str | None:
     """The sys.path entry holding the policy's module (for workers that start elsewhere)."""
     import importlib.util
 
-    target = spec if ":" in spec else registered_policies().get(spec, "")
+    target = spec if ":" in spec else {**registered_policies(),
+                                       **registered_references()}.get(spec, "")
     module_name = target.partition(":")[0]
     if not module_name:
         return None

@@ -89,7 +89,10 @@ class Arm:
 
     @property
     def is_reference(self) -> bool:
-        return self.policy in REFERENCE_POLICIES
+        """A reference point (BCA_φ, PC-KCI, the oracle), or any run the runner marked as a
+        reference that saw the truth: never among the competing policies."""
+        return self.policy in REFERENCE_POLICIES or any(
+            run.config.get("reference") for run in self.runs)
 
     def conditions(self) -> dict[str, Any]:
         return {k: self.settings.get(k) for k in CONDITION_FIELDS}

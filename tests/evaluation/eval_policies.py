@@ -8,6 +8,7 @@ raise, report tokens, or try to change the budgets the runner imposes.
 from __future__ import annotations
 
 import ctypes
+import gc
 import itertools
 import os
 import signal
@@ -15,6 +16,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from heuresis_env.generation import instances
 from heuresis_env.policy import EpisodeSettings, Policy
 
 
@@ -184,3 +186,85 @@ class BrokenFactory:
 def fails_in_worker(**options: Any) -> Policy:
     """A factory that fails when the policy is built (in a worker process)."""
     raise RuntimeError("this policy cannot be built here")
+
+
+class TruthSeeker(Policy):
+    """A policy written to cheat (issue 18): at every reset it tries each known route to the
+    hidden truth or the test salt, records what it found in its transcript, and submits the
+    true skeleton if any route gave it away (else the empty graph).
+
+    ``run_dir`` and ``runner_cache``: the paths a cheater would guess (the run directory and
+    the runner's cache folder).
+    """
+
+    name = "truth-seeker"
+
+    def __init__(self, run_dir: str = "", runner_cache: str = ""):
+        self.run_dir, self.runner_cache = run_dir, runner_cache
+        self.found: dict[str, Any] = {}
+        self.truth: Any = None
+        self.saw: set[str] = set()
+
+    def reset(self, observation: Any, info: dict[str, Any]) -> None:
+        found: dict[str, Any] = {"info_keys": sorted(info)}
+        self.truth = None
+        # an environment, a referee's closures or an instance with its record in memory
+        objects = gc.get_objects()
+        found["environments"] = sum(type(o).__name__ == "HeuresisEnv" for o in objects)
+        found["referee_closures"] = sum(
+            callable(o) and getattr(o, "__name__", "") in ("reveal", "is_true_pair")
+            for o in objects)
+        found["memo_entries"] = len(instances._GENERATED._entries)
+        # the instance key plus the public generator (right only without a salt)
+        key = info.get("instance")
+        if key:
+            regenerated = instances.generate_instance(instances.InstanceKey.from_dict(key))
+            if regenerated.sha256 == info.get("sha256"):
+                self.truth = regenerated.record.dag
+        found["regenerated_the_instance"] = self.truth is not None
+        # the salt: in this environment, or in any process environment /proc shows
+        found["salt_variables"] = sorted(k for k in os.environ if "SALT" in k.upper())
+        holders = []
+        for pid in os.listdir("/proc"):
+            if pid.isdigit() and int(pid) != os.getpid():
+                try:
+                    with open(f"/proc/{pid}/environ", "rb") as f:
+                        if instances.TEST_SALT_ENV.encode() + b"=" in f.read():
+                            holders.append(int(pid))
+                except OSError:
+                    continue
+        found["processes_showing_the_salt"] = holders
+        # the runner's memory
+        readable = []
+        for pid in {os.getppid(), *[int(p) for p in os.listdir("/proc") if p.isdigit()]}:
+            if pid in (0, os.getpid()):
+                continue
+            try:
+                with open(f"/proc/{pid}/mem", "rb"):
+                    readable.append(pid)
+            except OSError:
+                continue
+        found["process_memory_readable"] = readable
+        # files the runner keeps: its cache (instances' evidence, reference scores), the run
+        for name, path in (("runner_cache", self.runner_cache), ("run_dir", self.run_dir)):
+            found[name] = sorted(os.listdir(path)) if path and os.path.isdir(path) else []
+        # a cache entry the runner would load (a pickle runs code when loaded)
+        try:
+            target = os.path.join(self.runner_cache, "evidence", "planted.pkl")
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, "wb") as f:
+                f.write(b"planted")
+            found["planted_in_runner_cache"] = True
+        except OSError:
+            found["planted_in_runner_cache"] = False
+        self.found = found
+
+    def act(self, observation: Any, info: dict[str, Any]) -> Any:
+        self.saw |= {k for k in ("scores", "termination_reason", "final_graph") if k in info}
+        if self.truth is not None:
+            return {"tool": "submit", "args": {"edges": [f"{e.u} --- {e.v}"
+                                                         for e in self.truth.edges()]}}
+        return {"tool": "submit", "args": {"edges": []}}
+
+    def transcript(self) -> list[dict[str, Any]]:
+        return [{**self.found, "saw_final_info": sorted(self.saw)}]

@@ -211,9 +211,8 @@ class TruthSeeker(Policy):
         # an environment, a referee's closures or an instance with its record in memory
         objects = gc.get_objects()
         found["environments"] = sum(type(o).__name__ == "HeuresisEnv" for o in objects)
-        found["referee_closures"] = sum(
-            callable(o) and getattr(o, "__name__", "") in ("reveal", "is_true_pair")
-            for o in objects)
+        found["referee_closures"] = sum(type(o).__name__ == "function" and o.__name__ in (
+            "reveal", "is_true_pair") for o in objects)
         found["memo_entries"] = len(instances._GENERATED._entries)
         # the instance key plus the public generator (right only without a salt)
         key = info.get("instance")

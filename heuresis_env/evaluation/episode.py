@@ -78,7 +78,8 @@ class RunSpec:
     reference: bool = False
     #: how the policy process is isolated: "namespaces" or "process" (see policy_process)
     policy_isolation: str = "process"
-    #: folders the policy process must not see besides the cache (the run directory)
+    #: folders and files the policy process must not see besides the cache (the run
+    #: directory, a data table's graph file)
     hidden_paths: tuple[str, ...] = ()
 
 

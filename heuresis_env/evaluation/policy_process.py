@@ -17,7 +17,8 @@ Where the machine allows it (Linux, root or unprivileged user namespaces) the ch
 of the machine is visible, so neither the runner's memory nor any process environment holding
 the salt can be read), in its own mount namespace where Heuresis' cache, the run directory and
 the runner's work folder are covered by empty read-only folders (no hidden-record cache to
-read, no cache entry for the runner to load, no earlier result to peek at), without
+read, no cache entry for the runner to load, no earlier result to peek at) and a data table's
+graph file (``--graph``) reads as empty, without
 capabilities, with ``no_new_privs`` and a seccomp filter that keeps ``prctl`` from undoing its
 death with the runner. The runner makes itself non-dumpable while children live.
 
@@ -549,6 +550,10 @@ def _confine(config: Mapping[str, Any]) -> None:
             sandbox_child.mount("tmpfs", path, "tmpfs", sandbox_child.MS_RDONLY
                                 | sandbox_child.MS_NOSUID | sandbox_child.MS_NODEV
                                 | sandbox_child.MS_NOEXEC, "size=4k,mode=0555")
+        elif os.path.exists(path):  # a file (a data table's true graph): /dev/null over it
+            sandbox_child.mount("/dev/null", path, None, sandbox_child.MS_BIND)
+            sandbox_child.mount(None, path, None, sandbox_child.MS_REMOUNT
+                                | sandbox_child.MS_BIND | sandbox_child.MS_RDONLY)
     os.chdir(config["cwd"])  # resolve the working folder again, under the new mounts
     sandbox_child.drop_capabilities()  # root keeps its uid, but no capability, for good
     sandbox_child.check(sandbox_child.prctl(sandbox_child.PR_SET_NO_NEW_PRIVS, 1),

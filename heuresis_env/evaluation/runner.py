@@ -230,7 +230,9 @@ def evaluate(policy_spec: str, families: str | Iterable[str] = "all", split: str
                    d=d, n=n, salt=salt, task=task, name_mode=name_mode,
                    datasets=table_details, reference=reference,
                    policy_isolation=isolation,
-                   hidden_paths=(os.path.realpath(os.fspath(out_dir)),))
+                   hidden_paths=(os.path.realpath(os.fspath(out_dir)),
+                                 *(os.path.realpath(t["graph"]) for t in table_details
+                                   if t.get("graph"))))
     if task == "graph":
         count = size if count is None else _check_int("count", count, 1, size)
         keys = [InstanceKey(family, split, index, d=d, n=n) for family in chosen

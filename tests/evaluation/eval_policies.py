@@ -193,14 +193,14 @@ class TruthSeeker(Policy):
     hidden truth or the test salt, records what it found in its transcript, and submits the
     true skeleton if any route gave it away (else the empty graph).
 
-    ``run_dir`` and ``runner_cache``: the paths a cheater would guess (the run directory and
-    the runner's cache folder).
+    ``run_dir``, ``runner_cache`` and ``graph_file``: the paths a cheater would guess (the run
+    directory, the runner's cache folder, a data table's graph file).
     """
 
     name = "truth-seeker"
 
-    def __init__(self, run_dir: str = "", runner_cache: str = ""):
-        self.run_dir, self.runner_cache = run_dir, runner_cache
+    def __init__(self, run_dir: str = "", runner_cache: str = "", graph_file: str = ""):
+        self.run_dir, self.runner_cache, self.graph_file = run_dir, runner_cache, graph_file
         self.found: dict[str, Any] = {}
         self.truth: Any = None
         self.saw: set[str] = set()
@@ -216,10 +216,12 @@ class TruthSeeker(Policy):
         found["memo_entries"] = len(instances._GENERATED._entries)
         # the instance key plus the public generator (right only without a salt)
         key = info.get("instance")
-        if key:
+        try:
             regenerated = instances.generate_instance(instances.InstanceKey.from_dict(key))
             if regenerated.sha256 == info.get("sha256"):
                 self.truth = regenerated.record.dag
+        except Exception:  # noqa: BLE001 - a data table is not registered in this process
+            pass
         found["regenerated_the_instance"] = self.truth is not None
         # the salt: in this environment, or in any process environment /proc shows
         found["salt_variables"] = sorted(k for k in os.environ if "SALT" in k.upper())
@@ -247,15 +249,23 @@ class TruthSeeker(Policy):
         # files the runner keeps: its cache (instances' evidence, reference scores), the run
         for name, path in (("runner_cache", self.runner_cache), ("run_dir", self.run_dir)):
             found[name] = sorted(os.listdir(path)) if path and os.path.isdir(path) else []
-        # a cache entry the runner would load (a pickle runs code when loaded)
+        # a data table's true graph, in the file the user gave with --graph
         try:
-            target = os.path.join(self.runner_cache, "evidence", "planted.pkl")
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            with open(target, "wb") as f:
-                f.write(b"planted")
-            found["planted_in_runner_cache"] = True
+            with open(self.graph_file) as f:
+                found["graph_file"] = f.read() if self.graph_file else ""
         except OSError:
-            found["planted_in_runner_cache"] = False
+            found["graph_file"] = ""
+        # a cache entry the runner would load (a pickle runs code when loaded)
+        found["planted_in_runner_cache"] = False
+        if self.runner_cache:
+            try:
+                target = os.path.join(self.runner_cache, "evidence", "planted.pkl")
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                with open(target, "wb") as f:
+                    f.write(b"planted")
+                found["planted_in_runner_cache"] = True
+            except OSError:
+                pass
         self.found = found
 
     def act(self, observation: Any, info: dict[str, Any]) -> Any:

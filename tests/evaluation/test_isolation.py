@@ -19,9 +19,11 @@ import sys
 import uuid
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from heuresis_env.env.core import HeuresisEnv
+from heuresis_env.evaluation import evaluate
 from heuresis_env.evaluation.policy_process import (
     PUBLIC_RESET_INFO,
     confinement_available,
@@ -29,7 +31,7 @@ from heuresis_env.evaluation.policy_process import (
 )
 from heuresis_env.evaluation.run_format import load_run
 from heuresis_env.generation.instances import TEST_SALT_ENV
-from heuresis_env.policy import run_episode
+from heuresis_env.policy import EpisodeSettings, run_episode
 from tests.evaluation.eval_policies import TruthSeeker
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,6 +88,28 @@ def test_a_confined_policy_finds_no_route_to_the_truth(tmp_path):
         assert not found["planted_in_runner_cache"]
     assert load_run(out).config["policy_isolation"] == "namespaces"
     assert not (tmp_path / "cache" / "evidence" / "planted.pkl").exists()
+
+
+@pytest.mark.skipif(bool(confinement_available()),
+                    reason=f"namespaces unavailable: {confinement_available()}")
+def test_a_confined_policy_cannot_read_a_data_tables_graph_file(tmp_path):
+    """A CSV table played with ``--graph``: the graph file is the truth, and it reads as empty
+    in the policy process (while the episode is still scored against it)."""
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=150)
+    b = a + rng.normal(size=150)
+    table, graph = tmp_path / "cells.csv", tmp_path / "cells_graph.txt"
+    table.write_text("dose,marker\n" + "\n".join(f"{x:.5f},{y:.5f}" for x, y in zip(a, b)))
+    graph.write_text("dose --> marker\n")
+    out = tmp_path / "runs" / "table"
+    evaluate(SEEKER, split="test", out_dir=out, progress=False,
+             settings=EpisodeSettings(max_steps=5, max_seconds=120.0),
+             policy_options={"graph_file": str(graph)}, policy_isolation="namespaces",
+             datasets=[{"path": table, "graph": graph}])
+    (episode,) = load_run(out).episodes
+    found = json.loads((out / episode.transcript).read_text())[0]
+    assert found["graph_file"] == "" and graph.read_text() == "dose --> marker\n"
+    assert episode.score("f1") == 0.0  # scored against the graph: the empty submission
 
 
 def test_a_policy_in_a_plain_process_finds_nothing_in_memory_or_environments(tmp_path):

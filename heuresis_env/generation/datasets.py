@@ -294,6 +294,10 @@ def register_instance(instance: Instance, description: str = "",
                             "load_dataset); generated families are registered as families")
 
     def load(key: InstanceKey) -> Instance:
+        if (key.d, key.n, key.graph_model) != (instance.d, instance.n, "data"):
+            raise HeuresisError(
+                f"data set {instance.key.family!r} has {instance.d} columns and {instance.n} "
+                f"rows; the key asks for d = {key.d}, n = {key.n} ({key.graph_model})")
         return instance if key == instance.key else replace(instance, key=key)
 
     return register_source(InstanceSource(instance.key.family, instance.d, instance.n, load,

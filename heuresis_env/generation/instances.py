@@ -118,7 +118,10 @@ def _resolve_size(family: str, d: int | None, n: int | None, graph_model: str | 
     source = _SOURCES.get(family)
     spec = FAMILIES.get(family)
     fixed: dict[str, Any] = {}
-    if source is not None:
+    if graph_model == "data" and d is not None and n is not None:
+        pass  # a table's own key (a table being loaded, or a run's record): its source's
+        # loader checks it against the table it holds
+    elif source is not None:
         fixed = {"d": source.d, "n": source.n, "graph_model": "data"}
         what = f"data set {family!r} has {source.d} columns and {source.n} rows"
     elif spec is not None and spec.structure is not None:

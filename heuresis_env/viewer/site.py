@@ -38,7 +38,7 @@ from heuresis_env.evaluation.run_format import (
     load_run,
     regenerate_instance,
 )
-from heuresis_env.files import atomic_write_bytes, json_safe
+from heuresis_env.files import atomic_write_bytes, json_safe, output_directory
 from heuresis_env.graphs import Graph, GraphError, edge_from_text
 from heuresis_env.reports.loading import BCA, CONDITION_FIELDS, run_names
 from heuresis_env.trace_files import Trace, read_trace
@@ -372,8 +372,7 @@ def _delta(run: RunDirectory, episode: EpisodeRecord, bca: Mapping) -> float | N
 def _prepare(out: Path) -> None:
     """Create ``out``; a rebuild of a viewer site clears its old episode files, and any other
     non-empty directory is refused (nothing of someone else's is overwritten)."""
-    if out.exists() and not out.is_dir():
-        raise HeuresisError(f"{out} exists and is not a directory")
+    output_directory(out, "viewer directory")
     if out.is_dir() and any(out.iterdir()) and not (out / MARKER).exists():
         raise HeuresisError(f"{out} is a non-empty directory that is not a Heuresis viewer "
                             "site; give an empty or new directory to --out")

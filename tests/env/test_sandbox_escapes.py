@@ -307,6 +307,45 @@ time.sleep(30)
     assert result.status == "memory", result.to_text()
 
 
+ENVIRONMENT_PROCESS = """
+import sys
+import numpy as np
+from heuresis_env.env.sandbox import Sandbox, SandboxLimits
+limits = SandboxLimits(cpu_seconds=60, wall_seconds=90)
+with Sandbox(np.zeros((20, 3)), ["X1", "X2", "X3"], limits, prewarm=False) as box:
+    print("calling", flush=True)
+    box.run(sys.argv[1])
+"""
+
+
+def test_no_process_of_the_code_outlives_the_environments_process(tmp_path):
+    """The environment's process is killed (SIGKILL, no clean-up) while the escaping code of
+    the test above runs: the supervisor and PID 1 die by parent-death signals the code cannot
+    cancel, and the kernel then ends the whole namespace."""
+    mark = f"heuresis-escape-{uuid.uuid4().hex}"
+    environment = subprocess.Popen(
+        [sys.executable, "-c", ENVIRONMENT_PROCESS, ESCAPE.replace("MARK", mark)],
+        cwd=CHECKOUT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while len(processes_marked(mark)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(processes_marked(mark)) >= 3, environment.communicate(timeout=5)
+        environment.kill()
+        environment.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while processes_marked(mark) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert processes_marked(mark) == [], "the code outlived the environment's process"
+    finally:
+        environment.kill()
+        for pid in processes_marked(mark):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
 # -- item 4: the result channel ---------------------------------------------------------------
 
 

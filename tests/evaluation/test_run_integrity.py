@@ -108,6 +108,10 @@ def test_bad_output_paths_are_one_line_errors(tmp_path, a_file, capsys):
     error = command_error(capsys, "report", str(good), "--out", str(a_file), "--no-traces",
                           "--bootstrap", "10", "--no-progress")
     assert "is a file, not a directory" in error
+    assert "is a file, not a directory" in command_error(capsys, "view", str(good), "--out",
+                                                         str(a_file), "--no-progress")
+    assert "cannot create" in command_error(capsys, "view", str(good), "--out",
+                                            "/proc/heuresis-view", "--no-progress")
     generate_args = ["generate", "--family", "lg", "--split", "dev", "--count", "1", "--d", "4",
                      "--n", "100", "--out"]
     assert "cannot create" in command_error(capsys, *generate_args, "/proc/heuresis-out")

@@ -152,6 +152,22 @@ def test_registered_table_works_as_a_family_name(tmp_path):
         register_dataset(chain_csv(tmp_path), name="lg")
 
 
+def test_a_table_name_registered_again_with_another_shape_serves_the_new_table(tmp_path):
+    """register_instance replaces a table of the same name, whatever its size; a key of the
+    old size is refused by the new table's loader."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    old = register_dataset(chain_csv(tmp_path / "a", names=("p", "q", "r")), name="cells")
+    rng = np.random.default_rng(1)
+    narrow = write(tmp_path / "b" / "cells.csv", "p,q\n" + "\n".join(
+        f"{x:.4f},{y:.4f}" for x, y in rng.normal(size=(80, 2))))
+    new = register_dataset(narrow, name="cells")
+    assert (old.d, new.d) == (3, 2) and get_source("cells") is new
+    assert cached_instance(InstanceKey("cells", "test", 0)).X.shape == (80, 2)
+    with pytest.raises(Exception, match="has 2 columns and 80 rows"):
+        cached_instance(InstanceKey("cells", "test", 0, d=3, n=120, graph_model="data"))
+
+
 def test_sachs_data_and_graphs():
     X, names = sachs_table()
     assert X.shape == (853, 11)

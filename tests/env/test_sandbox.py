@@ -292,7 +292,11 @@ for path in [{str(record)!r}, {str(tmp_path / "cache-record.json")!r}]:
         found[path] = type(exc).__name__
 found["cache"] = os.path.exists({cache!r})
 found["data file"] = os.path.exists({os.path.join(sandbox._resources.directory, "data.npy")!r})
-found["scratch"] = os.listdir("/scratch")
+import sys
+# empty, but for the folders holding a Python bound under /tmp (a view of the scratch)
+bound = [p for p in [sys.prefix, sys.base_prefix, *sys.path] if p.startswith("/tmp/")]
+found["scratch"] = [name for name in os.listdir("/scratch")
+                    if not any(p.startswith("/tmp/" + name + "/") for p in bound)]
 import importlib.util
 found["heuresis_env"] = importlib.util.find_spec("heuresis_env") is not None
 found

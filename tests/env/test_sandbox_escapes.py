@@ -103,8 +103,12 @@ def test_root_layout_never_puts_a_link_or_the_scratch_on_a_bound_path():
     assert root_layout(["/usr"]) == {"scratch_dir": "/scratch", "root_links": {
         "/dev/fd": "/proc/self/fd", "/dev/stdin": "/proc/self/fd/0",
         "/dev/stdout": "/proc/self/fd/1", "/dev/stderr": "/proc/self/fd/2",
-        "/dev/shm": "/scratch", "/tmp": "/scratch"}}
-    assert "/tmp" not in root_layout(["/usr", "/tmp/venv"])["root_links"]
+        "/dev/shm": "/scratch", "/tmp": "/scratch"}, "scratch_views": []}
+    # a bind under /tmp: /tmp is no link but a second view of the scratch, holding the bind
+    layout = root_layout(["/usr", "/tmp/venv", "/dev/shm/py"])
+    assert "/tmp" not in layout["root_links"] and "/dev/shm" not in layout["root_links"]
+    assert layout["scratch_views"] == ["/tmp", "/dev/shm"]
+    assert root_layout(["/usr", "/tmp"])["scratch_views"] == []  # /tmp itself bound
     assert root_layout(["/usr", "/scratch/venv"])["scratch_dir"] == "/sandbox-scratch"
 
 
@@ -130,12 +134,16 @@ def test_sandbox_runs_with_its_python_under_any_host_path(where, tmp_path):
         code = ("import os, tempfile, scipy\n"
                 "path = tempfile.mkstemp()[1]\n"
                 "open(path, 'w').write('scratch works')\n"
-                f"(float(X.sum()), open(path).read(), os.path.isdir({site!r}))")
+                "open('/tmp/plain.txt', 'w').write('/tmp works')\n"  # code that assumes /tmp
+                "open('/dev/shm/shm.txt', 'w').write('/dev/shm works')\n"
+                f"(float(X.sum()), open(path).read(), os.path.isdir({site!r}),\n"
+                " open(os.path.join(tempfile.gettempdir(), 'plain.txt')).read(),\n"
+                " open('/dev/shm/shm.txt').read())")
         outcome = run_sandbox_with(python, code, tmp_path)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     assert outcome["status"] == "ok", outcome["text"]
-    assert outcome["value"] == "(66.0, 'scratch works', True)"
+    assert outcome["value"] == "(66.0, 'scratch works', True, '/tmp works', '/dev/shm works')"
 
 
 # -- item 2: every copy of the project's packages --------------------------------------------

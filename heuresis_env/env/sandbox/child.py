@@ -424,6 +424,14 @@ def build_private_root(config: dict, inside_uid: int, notes: list[str]) -> None:
     def inside(path: str) -> str:
         return root + path
 
+    scratch = config["scratch_dir"]
+    os.makedirs(inside(scratch), mode=0o700)
+    owner = f",uid={inside_uid},gid={inside_uid}" if inside_uid else ""
+    mount("tmpfs", inside(scratch), "tmpfs", MS_NOSUID | MS_NODEV,
+          f"size={config['limits']['scratch_bytes']},mode=0700{owner}")
+    for view in config.get("scratch_views", []):  # /tmp holding a bound Python: the scratch
+        os.makedirs(inside(view), mode=0o755, exist_ok=True)  # again, binds mounted into it
+        mount(inside(scratch), inside(view), None, MS_BIND)
     for path in config["read_only_binds"]:
         os.makedirs(inside(path), mode=0o755, exist_ok=True)
         bind(path, inside(path), read_only=True)
@@ -461,11 +469,6 @@ def build_private_root(config: dict, inside_uid: int, notes: list[str]) -> None:
         mount("proc", inside("/proc"), "proc", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
     except SetupError as exc:
         notes.append(f"no /proc inside the sandbox ({exc})")
-    scratch = config["scratch_dir"]
-    os.makedirs(inside(scratch), mode=0o700)
-    owner = f",uid={inside_uid},gid={inside_uid}" if inside_uid else ""
-    mount("tmpfs", inside(scratch), "tmpfs", MS_NOSUID | MS_NODEV,
-          f"size={config['limits']['scratch_bytes']},mode=0700{owner}")
 
     hostname = b"sandbox"
     check(libc().sethostname(hostname, len(hostname)), "sethostname")

@@ -217,8 +217,10 @@ def _inside(path: str, folder: str) -> bool:
 def root_layout(binds: list[str]) -> dict:
     """Where the scratch folder is mounted and which convenience links the private root gets,
     so that no host path the sandbox binds collides with them: a Python under ``/tmp``,
-    ``/scratch`` or ``/dev/shm`` keeps its own path, and a link (``/tmp -> /scratch``) that
-    would sit on or above a bind is left out (the folder is then made read-only)."""
+    ``/scratch`` or ``/dev/shm`` keeps its own path. A link (``/tmp -> /scratch``) that would
+    sit above a bind is replaced by a second view of the scratch folder (``scratch_views``:
+    the same tmpfs, so the same size limit), which the bind is then mounted into; code that
+    writes to ``/tmp`` works wherever the host's Python lives."""
 
     def collides(path: str) -> bool:
         return any(_inside(bind, path) or _inside(path, bind) for bind in binds)
@@ -231,9 +233,12 @@ def root_layout(binds: list[str]) -> dict:
     links = {"/dev/fd": "/proc/self/fd", "/dev/stdin": "/proc/self/fd/0",
              "/dev/stdout": "/proc/self/fd/1", "/dev/stderr": "/proc/self/fd/2",
              "/dev/shm": scratch, "/tmp": scratch}
+    views = [folder for folder in ("/tmp", "/dev/shm")
+             if collides(folder) and not any(_inside(folder, bind) for bind in binds)]
     return {"scratch_dir": scratch,
             "root_links": {link: target for link, target in links.items()
-                           if not collides(link)}}
+                           if not collides(link)},
+            "scratch_views": views}
 
 
 def import_directories(binds: list[str]) -> list[str]:

@@ -7,7 +7,8 @@ cache and run directory, planting a cache entry the runner would load — and is
 ``heuresis evaluate`` on a sealed test split, started the way a user starts it (the salt in
 the command's environment). Under namespace isolation it finds nothing at all; under the plain
 process isolation it finds nothing in memory or environments, and the files it can still read
-are the ones ``docs/evaluation.md`` lists.
+are the ones ``docs/evaluation.md`` lists. A played table's graph file reads as empty to it;
+the ideal oracle, which needs the truth, runs on the referee's side as a marked reference.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import pytest
 
 from heuresis_env.env.core import HeuresisEnv
 from heuresis_env.evaluation import evaluate
+from heuresis_env.evaluation.policies import registered_policies, registered_references
 from heuresis_env.evaluation.policy_process import (
     PUBLIC_RESET_INFO,
     confinement_available,
@@ -139,3 +141,21 @@ def test_in_process_the_same_policy_reaches_the_truth_of_a_public_split():
     result = run_episode(env, seeker, seed=0, options={"index": 0})
     assert seeker.found["environments"] >= 1 and seeker.found["regenerated_the_instance"]
     assert result.scores["f1"] == 1.0
+
+
+def test_the_oracle_runs_on_the_referees_side_as_a_marked_reference(tmp_path, monkeypatch):
+    """The ideal oracle needs the truth by definition: it is registered as a reference (not a
+    policy), gets each instance on the referee's side — the sealed split included, with no
+    salt handed to it — and its run and every result line are marked as a reference."""
+    assert "oracle" in registered_references() and "oracle" not in registered_policies()
+    monkeypatch.setenv(TEST_SALT_ENV, f"salt-{uuid.uuid4().hex}")
+    out = tmp_path / "oracle"
+    evaluate("oracle", families=["lg"], split="test", count=2, d=5, n=200, out_dir=out,
+             settings=EpisodeSettings(max_steps=5, max_seconds=120.0), progress=False)
+    run = load_run(out)
+    assert run.config["reference"] is True and run.config["policy_isolation"] == "referee"
+    assert run.config["salt_digest"]
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(records) == 2 and all(r["reference"] is True for r in records)
+    assert all(r["error"] is None and r["termination_reason"] == "submitted" for r in records)
+    assert all(r["scores"]["recall"] == 1.0 for r in records)  # it restores every true edge

@@ -15,11 +15,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.envs.registration import EnvSpec
 
 from heuresis_env.budgets import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STEPS
 from heuresis_env.env.referee import PublicInstance, open_instance
@@ -142,7 +144,7 @@ def _time_limit_around(env: gym.Env) -> int | None:
     """The step limit of a ``TimeLimit`` wrapper (``gym.make(..., max_episode_steps=k)``) that
     is calling into ``env`` right now, or None. Gymnasium never tells the environment about
     it, so the calling frames are asked (once per reset)."""
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     for _ in range(64):
         if frame is None:
             return None
@@ -310,16 +312,17 @@ class HeuresisEnv(gym.Env):
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
     @property
-    def spec(self):
+    def spec(self) -> EnvSpec | None:
         """The Gymnasium spec, with a test salt replaced by its stand-in
         (:func:`sealed_salt_marker`): specs are printed, saved and passed around."""
         return self.__dict__.get("_spec")
 
     @spec.setter
-    def spec(self, value) -> None:
+    def spec(self, value: EnvSpec | None) -> None:
         kwargs = getattr(value, "kwargs", None)
         salt = kwargs.get("salt") if isinstance(kwargs, dict) else None
-        if isinstance(salt, str) and salt and not salt.startswith(SEALED_SALT_PREFIX):
+        if (value is not None and isinstance(kwargs, dict) and isinstance(salt, str) and salt
+                and not salt.startswith(SEALED_SALT_PREFIX)):
             value = replace(value, kwargs={**kwargs, "salt": sealed_salt_marker(salt)})
         self.__dict__["_spec"] = value
 
@@ -694,7 +697,7 @@ class HeuresisEnv(gym.Env):
             return self._failed_step(action, before, exc, step_start)
 
     def _failed_step(self, action: Any, before: np.ndarray, exc: Exception,
-                     step_start: float):
+                     step_start: float) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """An action whose handling raised is a rejected action like any other: its error is
         the observation, the step counts, and the working graph is restored."""
         state = self._state

@@ -236,7 +236,8 @@ def confinement_available() -> str | None:
 
 
 _DUMPABLE_LOCK = threading.Lock()
-_DUMPABLE_USERS = [0, None]  # holders (live policy processes, runs), the flag to restore
+_DUMPABLE_USERS: list[int] = [0, 0]  # holders (live policy processes, runs), the flag to
+# restore
 
 
 @contextmanager
@@ -460,7 +461,7 @@ class PolicyProxy(Policy):
 
     # the settings the policy itself holds (the runner checks it never changes them)
     @property
-    def settings(self) -> Any:  # type: ignore[override]
+    def settings(self) -> Any:
         reported = self._reported.get("settings")
         if not isinstance(reported, dict):
             return reported
@@ -588,19 +589,25 @@ class _Server:
                                 f"{self.policy.interface!r}; expected 'text' or 'rl'")
         return {"name": str(self.policy.name), "interface": self.policy.interface}
 
+    @property
+    def built(self) -> Policy:
+        if self.policy is None:
+            raise HeuresisError("the policy process was asked before the policy was built")
+        return self.policy
+
     def configure(self, settings: Mapping[str, Any]) -> Any:
-        self.policy.configure(EpisodeSettings(**settings))
-        return _settings_of(self.policy)
+        self.built.configure(EpisodeSettings(**settings))
+        return _settings_of(self.built)
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
-        self.policy.reset(observation, info)
+        self.built.reset(observation, info)
 
     def act(self, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
-        return encode_action(self.policy.act(observation, info))
+        return encode_action(self.built.act(observation, info))
 
     def report(self) -> dict[str, Any]:
-        return {"usage": self.policy.usage() or {}, "transcript": self.policy.transcript(),
-                "settings": _settings_of(self.policy)}
+        return {"usage": self.built.usage() or {}, "transcript": self.built.transcript(),
+                "settings": _settings_of(self.built)}
 
     def close(self) -> None:
         if self.policy is not None:

@@ -267,7 +267,8 @@ def own_package_copies(binds: list[str], directories: list[str]) -> tuple[list[s
     files) to cover: a package folder or module, and the project's eggs, wheels and zips, in
     each import folder (a regular install puts them in site-packages; several installs, or a
     checkout beside an install, leave several)."""
-    folders, files = [], []
+    folders: list[str] = []
+    files: list[str] = []
     for directory in directories:
         try:
             entries = os.listdir(directory)

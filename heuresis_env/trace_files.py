@@ -12,7 +12,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from heuresis_env.errors import HeuresisError, TraceFormatError
 from heuresis_env.files import json_safe
@@ -28,7 +28,7 @@ class TraceWriter:
     def __init__(self, path: str | os.PathLike, header: dict[str, Any]):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self._file: TextIO | None = open(self.path, "w", encoding="utf-8")  # noqa: SIM115
         self.write({"type": "header", "trace_version": TRACE_VERSION, **header})
 
     def write(self, record: dict[str, Any]) -> None:

@@ -102,10 +102,10 @@ def _wall_guard(deadline: float | None) -> Iterator[None]:
     Uses ``SIGALRM``, so it acts only in the main thread of a process with ``setitimer`` and
     no timer of its own; elsewhere the env's check after each step is the only wall limit.
     """
-    usable = (deadline is not None and hasattr(signal, "setitimer")
+    usable = (hasattr(signal, "setitimer")
               and threading.current_thread() is threading.main_thread()
               and signal.getitimer(signal.ITIMER_REAL)[0] == 0)  # never displace a caller's
-    if not usable:
+    if deadline is None or not usable:
         yield
         return
     remaining = deadline - time.monotonic()
@@ -160,7 +160,8 @@ def usage_fields(usage: Mapping[str, Any] | None) -> dict[str, Any]:
     ``output_tokens`` (or ``tokens: {"prompt", "completion"}``), ``cost_usd``, ``api_retries``.
     """
     usage = dict(usage or {})
-    nested = usage.get("tokens") if isinstance(usage.get("tokens"), Mapping) else {}
+    tokens_field = usage.get("tokens")
+    nested: Mapping[str, Any] = tokens_field if isinstance(tokens_field, Mapping) else {}
     prompt = next((v for v in (_number(usage.get("prompt_tokens")),
                                _number(usage.get("input_tokens")), _number(nested.get("prompt")))
                    if v is not None), None)

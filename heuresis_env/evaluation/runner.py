@@ -277,14 +277,17 @@ def evaluate(policy_spec: str, families: str | Iterable[str] = "all", split: str
 
 
 def _question_tasks(families: Sequence[str], split: str, count: int | None, repeats: int,
-                    d: int, n: int, salt: str | None, name_mode: str
+                    d: int | None, n: int | None, salt: str | None, name_mode: str
                     ) -> tuple[list[EpisodeTask], list[InstanceKey], dict[str, Any]]:
     """The episodes of a question run — the first ``count`` questions of each family's set —
     the instances they are about, and the config fields that fix the sets."""
-    sets = {family: question_set(family, split, d, n, salt=salt) for family in families}
+    sizes = {family: InstanceKey(family, split, 0, d=d, n=n).size for family in families}
+    sets = {family: question_set(family, split, sizes[family][0], sizes[family][1], salt=salt)
+            for family in families}
     size = min(len(s) for s in sets.values())
     count = size if count is None else _check_int("count", count, 1, size)
-    tasks, indices = [], {family: set() for family in families}
+    tasks: list[EpisodeTask] = []
+    indices: dict[str, set[int]] = {family: set() for family in families}
     for question in range(count):
         for family in families:
             index = sets[family].question(question).public.instance_index

@@ -133,9 +133,9 @@ def _resolve_size(family: str, d: int | None, n: int | None, graph_model: str | 
             raise HeuresisError(f"{what}; {name} = {asked[name]!r} does not apply (leave it "
                                 f"out, or pass {name} = {value!r})")
         asked[name] = value
-    return (DEFAULT_D if asked["d"] is None else asked["d"],
-            DEFAULT_N if asked["n"] is None else asked["n"],
-            "er" if asked["graph_model"] is None else asked["graph_model"])
+    return (DEFAULT_D if asked["d"] is None else int(asked["d"]),
+            DEFAULT_N if asked["n"] is None else int(asked["n"]),
+            "er" if asked["graph_model"] is None else str(asked["graph_model"]))
 
 
 # ---- keys and seeds -----------------------------------------------------------------------------
@@ -163,24 +163,28 @@ class InstanceKey:
         if self.split not in SPLIT_SIZES:
             raise UnknownNameError("split", self.split, SPLIT_SIZES)
         d, n, graph_model = _resolve_size(self.family, self.d, self.n, self.graph_model)
-        object.__setattr__(self, "d", d)
-        object.__setattr__(self, "n", n)
-        object.__setattr__(self, "graph_model", graph_model)
         size = split_size(self.family, self.split)
         if not _is_int(self.index) or not 0 <= self.index < size:
             raise HeuresisError(f"index of the {self.split} split must be an integer in "
                                 f"0..{size - 1}, got {self.index!r}")
-        if not _is_int(self.d) or self.d < 2:
-            raise HeuresisError(f"d must be an integer ≥ 2, got {self.d!r}")
-        if not _is_int(self.n) or self.n < MIN_ROWS:
+        if not _is_int(d) or d < 2:
+            raise HeuresisError(f"d must be an integer ≥ 2, got {d!r}")
+        if not _is_int(n) or n < MIN_ROWS:
             raise HeuresisError(f"n must be an integer ≥ {MIN_ROWS} (≥ 50 recommended), "
-                                f"got {self.n!r}")
-        if self.graph_model not in KEY_GRAPH_MODELS:
-            raise UnknownNameError("graph model", self.graph_model, KEY_GRAPH_MODELS)
+                                f"got {n!r}")
+        if graph_model not in KEY_GRAPH_MODELS:
+            raise UnknownNameError("graph model", graph_model, KEY_GRAPH_MODELS)
         object.__setattr__(self, "index", int(self.index))
-        object.__setattr__(self, "d", int(self.d))
-        object.__setattr__(self, "n", int(self.n))
+        object.__setattr__(self, "d", int(d))
+        object.__setattr__(self, "n", int(n))
+        object.__setattr__(self, "graph_model", graph_model)
         object.__setattr__(self, "generator_version", str(self.generator_version))
+
+    @property
+    def size(self) -> tuple[int, int, str]:
+        """(d, n, graph_model) as resolved at construction (never None)."""
+        assert self.d is not None and self.n is not None and self.graph_model is not None
+        return self.d, self.n, self.graph_model
 
     def __str__(self) -> str:
         return (f"{self.family}/{self.split}/{self.index} (d={self.d}, n={self.n}, "
@@ -408,14 +412,16 @@ def generate_instance(key: InstanceKey, salt: str | None = None) -> Instance:
                             f"key asks for version {key.generator_version!r}")
     spec = get_family(key.family)
     rngs = instance_rngs(key, salt)
-    internal = sample_scm(spec, key.d, rngs["structure"], graph_model=key.graph_model,
-                          names=[f"node{i}" for i in range(key.d)])
-    order = rngs["permutation"].permutation(key.d)
-    names = tuple(f"X{i + 1}" for i in range(key.d))
-    scm, raw = calibrate_scm(internal.reordered(order, names), key.n, rngs["data"])
+    d, n, graph_model = key.size
+    internal = sample_scm(spec, d, rngs["structure"], graph_model=graph_model,
+                          names=[f"node{i}" for i in range(d)])
+    order = rngs["permutation"].permutation(d)
+    names = tuple(f"X{i + 1}" for i in range(d))
+    scm, raw = calibrate_scm(internal.reordered(order.tolist(), names), n, rngs["data"])
+    assert scm.column_means is not None and scm.column_sds is not None  # calibrated
     X = _frozen(standardize_columns(raw, scm.column_means, scm.column_sds))
     return Instance(key=key, X=X, names=names, sha256=data_sha256(X),
-                    record=HiddenRecord.from_scm(scm, key.graph_model),
+                    record=HiddenRecord.from_scm(scm, graph_model),
                     sealed=resolve_salt(key.split, salt) is not None)
 
 
@@ -532,7 +538,7 @@ def load_instance(path: str | os.PathLike) -> Instance:
     if X.dtype != np.float64 or X.ndim != 2 or list(X.shape) != [key.n, key.d]:
         raise InstanceFormatError(f"instance data {npz_path} has shape {X.shape} and dtype "
                                   f"{X.dtype}; the key says ({key.n}, {key.d}) float64")
-    if names != record.dag.names or len(names) != key.d:
+    if record.dag is None or names != record.dag.names or len(names) != key.d:
         raise InstanceFormatError(f"instance record {stem}.json: column names do not match "
                                   "the record's graph")
     actual_hash = data_sha256(X)

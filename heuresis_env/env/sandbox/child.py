@@ -406,7 +406,7 @@ def reachable_packages(names: list[str]) -> list[str]:
 
 
 def read_all(fd: int) -> bytes:
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         chunk = os.read(fd, 1 << 16)
         if not chunk:
@@ -551,7 +551,7 @@ def install_seccomp_filter(denied_names: tuple[str, ...] | None = None,
     if namespaces:
         body += [("skip_unless", SYS_CLONE[machine], "allow"), ("ld", 16), ("flags",)]
     labels: dict[str, int] = {}
-    instructions = []
+    instructions: list[tuple] = []
     for step in body:
         if step[0] == "label":
             labels[step[1]] = len(instructions)
@@ -664,7 +664,9 @@ def run_user_code(code: str, X, names: list[str], np, limits: dict) -> dict:
                        run_seconds=time.monotonic() - started)
         return outcome
     try:
-        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        last = (tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr)
+                else None)
+        assert last is None or isinstance(last, ast.Expr)
         exec(compile(tree, filename, "exec"), namespace)
         if last is not None:
             expression = ast.Expression(last.value)

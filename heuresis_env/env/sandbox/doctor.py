@@ -142,8 +142,8 @@ def doctor_report(run_self_test: bool = True) -> str:
                  f"{format_bytes(limits.output_bytes)} per stream, open files "
                  f"{limits.open_files}")
     if run_self_test:
-        level, findings, outcome = self_test()
-        lines += ["", f"Self-test (isolation {level!r}): {outcome}"]
+        tested_level, findings, outcome = self_test()
+        lines += ["", f"Self-test (isolation {tested_level!r}): {outcome}"]
         if findings:
             lines.append(f"  {'identity':<14}uid {findings.get('uid')}, CapEff "
                          f"{findings.get('CapEff')}, CapBnd {findings.get('CapBnd')}, "

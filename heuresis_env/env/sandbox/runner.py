@@ -36,7 +36,7 @@ from heuresis_env.env.sandbox.isolation import (
     sandbox_mounts,
 )
 from heuresis_env.env.sandbox.limits import MAX_CODE_BYTES, SandboxLimits, format_bytes
-from heuresis_env.env.sandbox.result import SandboxResult
+from heuresis_env.env.sandbox.result import SandboxResult, SandboxStatus
 from heuresis_env.errors import DataError, HeuresisError
 
 #: sandboxed processes started as root run as uid UID_BASE + (their host pid): unused, and
@@ -143,6 +143,7 @@ class _Worker:
 
     @property
     def streams(self) -> dict[int, str]:
+        assert self.process.stdout is not None and self.process.stderr is not None  # PIPEs
         return {self.process.stdout.fileno(): "stdout", self.process.stderr.fileno(): "stderr",
                 self.result_fd: "result"}
 
@@ -406,8 +407,10 @@ class Sandbox:
                 detail = setup_error or (
                     f"the sandbox process ended while starting "
                     f"(exit code {worker.process.returncode})")
+                setup_stderr = worker.setup_stderr
                 return self._error(f"the sandbox could not be set up, no code ran: {detail}",
-                                   started, stderr=worker.setup_stderr.text())
+                                   started,
+                                   stderr=setup_stderr.text() if setup_stderr else "")
             worker.uid = ready.get("uid")
             worker.hold_sandboxed_process()
             worker.phase = "call"
@@ -445,9 +448,11 @@ class Sandbox:
         stdout, stderr = OutputCapture(limits.output_bytes), OutputCapture(limits.output_bytes)
         sinks = {"stdout": stdout, "stderr": stderr}
         started = time.monotonic()
+        stdin = worker.process.stdin
+        assert stdin is not None  # started with stdin=PIPE
         try:
-            worker.process.stdin.write(code)
-            worker.process.stdin.close()
+            stdin.write(code)
+            stdin.close()
         except OSError:  # it died before reading the code: the exit report says why
             pass
         deadline = started + limits.wall_seconds + WALL_GRACE_SECONDS
@@ -504,7 +509,7 @@ class Sandbox:
         )
 
     def _classify(self, worker: _Worker, outcome: dict | None, exit_report: dict | None,
-                  timed_out: bool, memory_exceeded: bool) -> tuple[str, str | None]:
+                  timed_out: bool, memory_exceeded: bool) -> tuple[SandboxStatus, str | None]:
         limits = self.limits
         wall = f"the wall-clock limit of {limits.wall_seconds:g} s"
         memory = f"the memory limit of {format_bytes(limits.memory_bytes)}"
@@ -586,6 +591,8 @@ def dispose(worker: _Worker) -> None:
     worker.reap()
     worker.wait_for_namespace()
     for stream in (worker.process.stdin, worker.process.stdout, worker.process.stderr):
+        if stream is None:
+            continue
         try:
             stream.close()
         except OSError:

@@ -43,27 +43,41 @@ def stable_hash(obj: Any) -> str:
 class MemoCache(Generic[V]):
     """This process's most recent results, bounded: least recently used entries leave first.
 
-    The one in-memory memo of the package (instances, evidence bundles, algorithm outputs);
-    the disk caches below hold what outlives a process.
+    The one in-memory memo of the package (instances, evidence bundles, algorithm outputs,
+    the CI tests' kernel matrices); the disk caches below hold what outlives a process.
+    Bounded by a number of entries and, when ``max_bytes`` is given, by the sizes passed to
+    :meth:`set` (a value larger than the whole budget is returned but not kept).
     """
 
-    def __init__(self, max_entries: int):
+    def __init__(self, max_entries: int, max_bytes: int | None = None):
         if max_entries < 1:
             raise ValueError(f"max_entries must be ≥ 1, got {max_entries}")
+        if max_bytes is not None and max_bytes < 0:
+            raise ValueError(f"max_bytes must be ≥ 0, got {max_bytes}")
         self.max_entries = max_entries
-        self._entries: OrderedDict[Hashable, V] = OrderedDict()
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[Hashable, tuple[V, int]] = OrderedDict()
+        self._bytes = 0
 
     def get(self, key: Hashable) -> V | None:
-        value = self._entries.get(key)
-        if value is not None:
-            self._entries.move_to_end(key)
-        return value
-
-    def set(self, key: Hashable, value: V) -> V:
-        self._entries[key] = value
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
         self._entries.move_to_end(key)
-        while len(self._entries) > self.max_entries:
-            self._entries.popitem(last=False)
+        return entry[0]
+
+    def set(self, key: Hashable, value: V, nbytes: int = 0) -> V:
+        if self.max_bytes is not None and nbytes > self.max_bytes:
+            return value
+        old = self._entries.pop(key, None)
+        if old is not None:
+            self._bytes -= old[1]
+        self._entries[key] = (value, nbytes)
+        self._bytes += nbytes
+        while len(self._entries) > self.max_entries or (
+                self.max_bytes is not None and self._bytes > self.max_bytes):
+            _, (_, size) = self._entries.popitem(last=False)
+            self._bytes -= size
         return value
 
     def get_or_compute(self, key: Hashable, compute: Callable[[], V]) -> V:
@@ -73,6 +87,7 @@ class MemoCache(Generic[V]):
 
     def clear(self) -> None:
         self._entries.clear()
+        self._bytes = 0
 
     def __contains__(self, key: Hashable) -> bool:
         return key in self._entries

@@ -359,17 +359,65 @@ def test_distance_correlation_matches_dcor():
     assert statistic == pytest.approx(expected, rel=1e-10)
 
 
-def test_dcor_permutation_p_value_is_dcors():
+def _distance_matrix_statistic(x: np.ndarray, y: np.ndarray) -> float:
+    """n V²ₙ from the double-centred distance matrices (the O(n²) definition)."""
+    a = np.abs(x[:, None] - x[None, :])
+    b = np.abs(y[:, None] - y[None, :])
+    a = a - a.mean(axis=0) - a.mean(axis=1)[:, None] + a.mean()
+    b = b - b.mean(axis=0) - b.mean(axis=1)[:, None] + b.mean()
+    return len(x) * float(np.mean(a * b))
+
+
+@pytest.mark.parametrize("ties", [False, True], ids=["continuous", "ties"])
+def test_pairing_statistics_equal_the_distance_matrix_definition(ties):
+    from heuresis_env.discovery.citests.dcor import pairing_statistics, vector_self_statistic
+
+    rng = np.random.default_rng(43)
+    x = rng.normal(size=97)
+    y = np.cos(2 * x) + 0.5 * rng.normal(size=97)
+    if ties:  # discrete columns: equal values in x and in y
+        x, y = np.round(x), np.round(2 * y)
+    permutations = np.array([rng.permutation(97) for _ in range(6)])
+    expected = [_distance_matrix_statistic(x, y)]
+    expected += [_distance_matrix_statistic(x[p], y) for p in permutations]
+    python = pairing_statistics(x, y, permutations, compiled=False)
+    compiled = pairing_statistics(x, y, permutations)
+    assert python == pytest.approx(expected, rel=1e-10, abs=1e-10)
+    assert compiled == pytest.approx(python, rel=1e-12, abs=1e-12)
+    assert vector_self_statistic(x) == pytest.approx(_distance_matrix_statistic(x, x), rel=1e-10)
+
+
+def test_dcor_p_values_are_dcors_for_many_seeds():
+    """Same data, 25 seeds, marginal and conditional: the O(n log n) permutation test draws
+    dcor's permutations, so every p-value equals ``distance_covariance_test``'s exactly (a
+    fortiori within Monte Carlo error); the statistic is dcor's distance correlation."""
     import dcor
 
-    data = nonlinear_data(41, 150)
-    test = make_ci_test("dcor", data, n_permutations=99, seed=2)
-    result = test.test(0, 2)
-    expected = dcor.independence.distance_covariance_test(
-        test.standardized[:, 0], test.standardized[:, 2], num_resamples=99, random_state=test.generator(0, 2, ())
-    )
-    assert result.p_value == expected.pvalue
-    assert result.statistic == pytest.approx(dcor.distance_correlation(data[:, 0], data[:, 2]), rel=1e-9)
+    data = nonlinear_data(44, 180)
+    cases = [(0, 2, ()), (0, 5, ()), (3, 5, ()), (0, 3, (2,)), (1, 3, (2,)), (0, 4, (1, 3))]
+    differences = []
+    for seed in range(25):
+        test = make_ci_test("dcor", data, seed=seed, n_permutations=99, disk_cache=False)
+        for x, y, s in cases:
+            result = test.test(x, y, s)
+            residual_x, residual_y = test.residuals(x, s), test.residuals(y, s)
+            expected = dcor.independence.distance_covariance_test(
+                residual_x, residual_y, num_resamples=99, random_state=test.generator(x, y, s))
+            differences.append(result.p_value - expected.pvalue)
+            assert result.statistic == pytest.approx(
+                dcor.distance_correlation(residual_x, residual_y), rel=1e-9)
+    assert max(map(abs, differences)) == 0.0
+
+
+def test_dcor_residuals_are_shared_per_conditioning_set():
+    data = nonlinear_data(45, 150)
+    test = make_ci_test("dcor", data, n_permutations=19, disk_cache=False)
+    test.test(0, 3, (2,))
+    eigen = test._matrices.get(("eigen", (2,)))
+    residual = test.residuals(0, (2,))
+    test.test(0, 4, (2,))
+    assert test._matrices.get(("eigen", (2,))) is eigen
+    assert test.residuals(0, (2,)) is residual
 
 
 def test_dcor_conditioning_options():

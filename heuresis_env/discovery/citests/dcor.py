@@ -1,22 +1,28 @@
 """Distance-correlation test of dependence (Székely, Rizzo & Bakirov, Ann. Statist. 2007).
 
-``method="permutation"`` (default): the p-value of ``dcor.independence.distance_covariance_test``
-with ``n_permutations`` permutations (default 199, so p ≥ 1/200), drawn from a generator
-derived from (seed, x, y, S): calibrated at any n, about 1 ms per permutation at n = 600.
+``method="permutation"`` (default): the permutation test of
+``dcor.independence.distance_covariance_test`` — statistic n V²ₙ, p = (1 + #{permuted >
+observed}) / (R + 1) with R = ``n_permutations`` (default 199, so p ≥ 1/200) — drawing the same
+R permutations (``Generator.permutation(n)``, R times, from a generator derived from
+(seed, x, y, S)), so its p-values are dcor's. It is computed differently: the tests here are
+between two vectors, and for vectors V²ₙ needs no distance matrix. With x sorted, n² V²ₙ is a
+few O(n) sums plus the dominance sum Σ_{p<q, y_p<y_q} x_q (y_q − y_p), which a Fenwick tree
+gives in O(n log n) (the approach of Huo & Székely, Technometrics 2016); a permutation only
+changes which y sits at each sorted x, so one compiled loop (numba, built once per process,
+its machine code cached on disk) evaluates the observed and the R permuted statistics
+without the O(n²) matrices dcor permutes (``benchmarks/bench_ci.py`` times both).
 ``method="chi2"``: the asymptotic test of Székely et al. (Theorem 6): n V²ₙ / S₂ against χ²₁,
-computed here with numpy (instant, no ``dcor`` import); it is conservative (p-values too
-large under independence) and meant for quick screening.
+computed with numpy (instant, no numba); it is conservative (p-values too large under
+independence) and meant for quick screening.
 
 Conditioning sets: with S ≠ ∅ both x and y are first residualised on S and the residuals
 tested (valid when x and y depend on S additively). ``conditioning="kernel"`` (default):
 Gaussian kernel ridge regression on the standardised S, median-heuristic bandwidth, ridge
-chosen per variable by generalised cross-validation (one eigendecomposition per S, cached,
-from a low-rank factor when the kernel allows);
-``"linear"``: least squares on [1, S]; ``"none"``: refuse S ≠ ∅. The reported statistic is
-the sample distance correlation of the (residualised) pair, in [0, 1].
-
-The ``dcor`` package (numba; several seconds to import) is imported only when a
-permutation test runs; :func:`distance_correlation` uses numpy alone.
+chosen per variable by generalised cross-validation (one eigendecomposition per S, from a
+low-rank factor when the kernel allows); ``"linear"``: least squares on [1, S]; ``"none"``:
+refuse S ≠ ∅. Eigendecompositions and residuals are kept per S in a bounded in-memory store,
+so the tests of one conditioning set share them. The reported statistic is the sample distance
+correlation of the (residualised) pair, in [0, 1]. Results are also cached on disk.
 """
 
 from __future__ import annotations
@@ -28,14 +34,19 @@ import numpy as np
 from scipy.spatial.distance import pdist, squareform
 from scipy.special import chdtrc
 
+from heuresis_env.cache import MemoCache
 from heuresis_env.discovery.citests.base import CITest, sample_matrix
-from heuresis_env.discovery.citests.kci import pivoted_cholesky
+from heuresis_env.discovery.citests.kci import MAX_MATRICES, pivoted_cholesky
 from heuresis_env.errors import DataError, HeuresisError, UnknownNameError
 
 METHODS = ("permutation", "chi2")
 CONDITIONING = ("kernel", "linear", "none")
 #: ridge grid of the kernel regression, as multiples of n (searched by GCV)
 _RIDGE_GRID = np.logspace(-6, 0, 25)
+#: bytes of eigendecompositions and residuals one test object keeps in memory
+_MEMORY_BYTES = 128 * 2**20
+#: bump when the numbers a dcor test computes change, so stale disk-cache entries are ignored
+IMPLEMENTATION_VERSION = 1
 
 
 def _centered_distances(values: np.ndarray) -> tuple[np.ndarray, float]:
@@ -65,6 +76,10 @@ def distance_correlation(x: np.ndarray, y: np.ndarray) -> float:
     if x.shape[0] != y.shape[0]:
         raise DataError(f"x and y need the same number of rows, got {x.shape[0]} and {y.shape[0]}")
     covariance, variance_x, variance_y, _, _ = _distance_moments(x, y)
+    return _correlation(covariance, variance_x, variance_y)
+
+
+def _correlation(covariance: float, variance_x: float, variance_y: float) -> float:
     if variance_x <= 0 or variance_y <= 0:
         return 0.0
     return math.sqrt(max(covariance, 0.0) / math.sqrt(variance_x * variance_y))
@@ -82,6 +97,149 @@ def distance_chi2_test(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return statistic, float(chdtrc(1, statistic))
 
 
+# ---- n V²ₙ of two vectors under many pairings, in O(n log n) each ---------------------------
+
+def _vector_sums(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """For a vector: its order (stable argsort), its centred values sorted, and per sorted
+    element m_p = Σ_q max(v_p, v_q) and a_p = Σ_q |v_p − v_q| (the distance row sums)."""
+    centered = values - values.mean()
+    order = np.argsort(centered, kind="stable")
+    ordered = centered[order]
+    n = ordered.size
+    tail = np.cumsum(ordered[::-1])[::-1]  # Σ_{q ≥ p} v_q
+    maxima = np.arange(n) * ordered + tail
+    row_sums = 2.0 * maxima - n * ordered - ordered.sum()
+    return order, ordered, maxima, row_sums
+
+
+def _self_statistic(ordered: np.ndarray, row_sums: np.ndarray) -> float:
+    """n V²ₙ(v, v) = (Σ_ij |v_i − v_j|² − (2/n) Σ a_i² + a..²/n²) / n, with
+    Σ_ij |v_i − v_j|² = 2n Σ v² − 2 (Σ v)²."""
+    n = ordered.size
+    squares = 2.0 * n * float(ordered @ ordered) - 2.0 * float(ordered.sum()) ** 2
+    return (squares - 2.0 * float(row_sums @ row_sums) / n + float(row_sums.sum()) ** 2 / n**2) / n
+
+
+def _pairing_statistics_py(xs: np.ndarray, mx: np.ndarray, ax: np.ndarray, ys: np.ndarray,
+                           my: np.ndarray, by: np.ndarray, x_order: np.ndarray,
+                           y_rank: np.ndarray, permutations: np.ndarray,
+                           out: np.ndarray) -> None:
+    """n V²ₙ of x and y paired as observed (``out[0]``), then with x permuted by each row π of
+    ``permutations`` (x[π_i] paired with y_i, as dcor's permutation test; ``out[1:]``).
+
+    xs, ys: the centred values sorted; mx, my, ax, by from :func:`_vector_sums`; ``x_order``
+    sorts x, ``y_rank`` is the rank of each y. At sorted position p of x sits z_p = ys[r_p].
+    With |u − v| = 2 max(u, v) − u − v: n² V² = T − (2/n) Σ a_p b_{r_p} + a.. b.. / n² and
+    T = 4 MM − 4 Σ z_p m^x_p − 4 Σ x_p m^y_{r_p} + 2n Σ x_p z_p + 2 Σx Σy, where
+    MM = Σ_pq max(x_p, x_q) max(z_p, z_q) = 2 Σ_q x_q (Σ_{p<q} z_p) + 2H + Σ x_p z_p and
+    H = Σ_{p<q, r_p<r_q} x_q (z_q − z_p) comes from a Fenwick tree over ranks (counts and
+    z-sums). Compiled by numba (:func:`_pairing_statistics_kernel`); plain Python here.
+    """
+    rows = permutations.shape[0] + 1
+    n = xs.shape[0]
+    count = np.zeros(n + 1)
+    z_sum = np.zeros(n + 1)
+    inverse = np.empty(n, dtype=np.int64)
+    ranks = np.empty(n, dtype=np.int64)
+    sum_x = 0.0
+    sum_y = 0.0
+    sum_ax = 0.0
+    sum_by = 0.0
+    for p in range(n):
+        sum_x += xs[p]
+        sum_y += ys[p]
+        sum_ax += ax[p]
+        sum_by += by[p]
+    for i in range(rows):
+        if i == 0:
+            for p in range(n):
+                ranks[p] = y_rank[x_order[p]]
+        else:
+            for j in range(n):
+                inverse[permutations[i - 1, j]] = j
+            # the y paired with the p-th smallest x is y[π⁻¹(x_order[p])]
+            for p in range(n):
+                ranks[p] = y_rank[inverse[x_order[p]]]
+        count[:] = 0.0
+        z_sum[:] = 0.0
+        dominance = 0.0
+        prefix_products = 0.0
+        prefix_z = 0.0
+        cross = 0.0
+        z_mx = 0.0
+        x_mz = 0.0
+        ab = 0.0
+        for q in range(n):
+            r = ranks[q]
+            z = ys[r]
+            x = xs[q]
+            below = 0.0
+            below_z = 0.0
+            j = r
+            while j > 0:
+                below += count[j]
+                below_z += z_sum[j]
+                j -= j & (-j)
+            dominance += x * (z * below - below_z)
+            prefix_products += x * prefix_z
+            prefix_z += z
+            cross += x * z
+            z_mx += z * mx[q]
+            x_mz += x * my[r]
+            ab += ax[q] * by[r]
+            j = r + 1
+            while j <= n:
+                count[j] += 1.0
+                z_sum[j] += z
+                j += j & (-j)
+        max_products = 2.0 * (prefix_products + dominance) + cross
+        total = (4.0 * max_products - 4.0 * z_mx - 4.0 * x_mz + 2.0 * n * cross
+                 + 2.0 * sum_x * sum_y)
+        out[i] = (total - 2.0 * ab / n + sum_ax * sum_by / (n * n)) / n
+
+
+_compiled_pairing_statistics = None
+
+
+def _pairing_statistics_kernel():
+    """The compiled :func:`_pairing_statistics_py` (numba imported and the code loaded on first
+    use; its machine code is cached on disk, so later processes skip compiling)."""
+    global _compiled_pairing_statistics
+    if _compiled_pairing_statistics is None:
+        import numba  # heavy (≈1 s); only permutation tests that compute need it
+
+        _compiled_pairing_statistics = numba.njit(cache=True, nogil=True)(
+            _pairing_statistics_py)
+    return _compiled_pairing_statistics
+
+
+def pairing_statistics(x: np.ndarray, y: np.ndarray, permutations: np.ndarray | None = None,
+                       compiled: bool = True) -> np.ndarray:
+    """n V²ₙ(x, y) of two vectors, then of x permuted by each row π of ``permutations``
+    (x[π_i] paired with y_i, as dcor's permutation test), in O(n log n) each.
+    ``compiled=False`` runs the same loop in Python (slow; for tests)."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    n = x.size
+    x_order, xs, mx, ax = _vector_sums(x)
+    y_order, ys, my, by = _vector_sums(y)
+    y_rank = np.empty(n, dtype=np.int64)
+    y_rank[y_order] = np.arange(n)
+    if permutations is None:
+        permutations = np.empty((0, n), dtype=np.int64)
+    permutations = np.ascontiguousarray(permutations, dtype=np.int64)
+    out = np.empty(permutations.shape[0] + 1)
+    kernel = _pairing_statistics_kernel() if compiled else _pairing_statistics_py
+    kernel(xs, mx, ax, ys, my, by, x_order.astype(np.int64), y_rank, permutations, out)
+    return out
+
+
+def vector_self_statistic(values: np.ndarray) -> float:
+    """n V²ₙ(v, v) of a vector in O(n log n) (numpy only)."""
+    _, ordered, _, row_sums = _vector_sums(np.asarray(values, dtype=np.float64))
+    return _self_statistic(ordered, row_sums)
+
+
 class DistanceCorrelation(CITest):
     """Dependence of x and y by distance correlation, after residualising on S (see module).
 
@@ -91,11 +249,15 @@ class DistanceCorrelation(CITest):
     """
 
     name: ClassVar[str] = "dcor"
+    disk_cache_default: ClassVar[bool] = True
 
     def __init__(self, data: np.ndarray, *, disk_cache: bool | None = None, **params: Any):
         super().__init__(data, disk_cache=disk_cache, **_validated_settings(params))
         self.standardized = (self.data - self.data.mean(axis=0)) / self.data.std(axis=0, ddof=1)
-        self._eigen: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
+        self._matrices: MemoCache[Any] = MemoCache(MAX_MATRICES, _MEMORY_BYTES)
+
+    def cache_params(self) -> dict[str, Any]:
+        return {**self.params, "implementation": IMPLEMENTATION_VERSION}
 
     def generator(self, x: int, y: int, s: tuple[int, ...]) -> np.random.Generator:
         """The generator of test (x, y, S): a function of (seed, x, y, S) only."""
@@ -106,6 +268,14 @@ class DistanceCorrelation(CITest):
         values = self.standardized[:, variable]
         if not s:
             return values
+        key = ("residuals", variable, s)
+        cached = self._matrices.get(key)
+        if cached is None:
+            cached = self._residualize(values, s)
+            self._matrices.set(key, cached, cached.nbytes)
+        return cached
+
+    def _residualize(self, values: np.ndarray, s: tuple[int, ...]) -> np.ndarray:
         if self.params["conditioning"] == "linear":
             design = np.column_stack([np.ones(self.n), self.standardized[:, list(s)]])
             coefficients, *_ = np.linalg.lstsq(design, values, rcond=None)
@@ -127,7 +297,8 @@ class DistanceCorrelation(CITest):
     def _kernel_eigen(self, s: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         """Eigenvalues and eigenvectors of the centred Gaussian kernel of S (its range only,
         from a pivoted Cholesky factor when the kernel has low numerical rank)."""
-        cached = self._eigen.get(s)
+        key = ("eigen", s)
+        cached = self._matrices.get(key)
         if cached is None:
             points = self.standardized[:, list(s)]
             distances = pdist(points, "sqeuclidean")
@@ -145,7 +316,7 @@ class DistanceCorrelation(CITest):
                 kernel -= column_means[None, :] + column_means[:, None] - column_means.mean()
                 eigenvalues, eigenvectors = np.linalg.eigh(kernel)
                 cached = (np.clip(eigenvalues, 0.0, None), eigenvectors)
-            self._eigen[s] = cached
+            self._matrices.set(key, cached, cached[0].nbytes + cached[1].nbytes)
         return cached
 
     def _compute(self, x: int, y: int, s: tuple[int, ...]) -> tuple[float, float]:
@@ -155,19 +326,19 @@ class DistanceCorrelation(CITest):
                 f"dependence only; got S = {list(s)} (use conditioning='kernel' or 'linear')"
             )
         residual_x, residual_y = self.residuals(x, s), self.residuals(y, s)
-        statistic = distance_correlation(residual_x, residual_y)
         if self.params["method"] == "chi2":
+            statistic = distance_correlation(residual_x, residual_y)
             _, p_value = distance_chi2_test(residual_x, residual_y)
             return statistic, p_value
-        from dcor.independence import distance_covariance_test  # slow import (numba)
-
-        result = distance_covariance_test(
-            residual_x,
-            residual_y,
-            num_resamples=self.params["n_permutations"],
-            random_state=self.generator(x, y, s),
-        )
-        return statistic, float(result.pvalue)
+        generator = self.generator(x, y, s)
+        permutations = np.array([generator.permutation(self.n)
+                                 for _ in range(self.params["n_permutations"])])
+        values = pairing_statistics(residual_x, residual_y, permutations)
+        variance_x = vector_self_statistic(residual_x)
+        variance_y = vector_self_statistic(residual_y)
+        exceed = int(np.count_nonzero(values[1:] > values[0]))
+        return (_correlation(values[0], variance_x, variance_y),
+                (exceed + 1.0) / (len(permutations) + 1.0))
 
 
 _PARAMETERS = ("method", "n_permutations", "seed", "rng", "conditioning")

@@ -34,7 +34,6 @@ approximation are supported; other causal-learn options raise :class:`HeuresisEr
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -44,6 +43,7 @@ import scipy.linalg
 from scipy.spatial.distance import pdist, squareform
 from scipy.special import gammaincc
 
+from heuresis_env.cache import MemoCache
 from heuresis_env.discovery.citests.base import CITest
 from heuresis_env.errors import HeuresisError, UnknownNameError
 
@@ -53,6 +53,8 @@ EPSILON = 1e-3
 EIGEN_THRESHOLD = 1e-5
 #: pivoted-Cholesky stopping tolerance on a Gaussian kernel's residual diagonal (diagonal 1)
 LOW_RANK_TOLERANCE = 1e-13
+#: most kernel matrices one test object keeps in memory (the byte budget binds first)
+MAX_MATRICES = 100_000
 #: bump when the numbers a KCI computes change, so stale disk-cache entries are ignored
 IMPLEMENTATION_VERSION = 1
 
@@ -231,38 +233,6 @@ class ResidualMaker:
         return cls(dense=dense)
 
 
-class _MatrixCache:
-    """Least-recently-used store of matrices under a byte budget."""
-
-    def __init__(self, max_bytes: int):
-        self.max_bytes = max_bytes
-        self._entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
-        self._bytes = 0
-
-    def get(self, key: Hashable) -> Any:
-        entry = self._entries.get(key)
-        if entry is None:
-            return None
-        self._entries.move_to_end(key)
-        return entry[0]
-
-    def put(self, key: Hashable, value: Any, nbytes: int) -> None:
-        if nbytes > self.max_bytes:
-            return
-        old = self._entries.pop(key, None)
-        if old is not None:
-            self._bytes -= old[1]
-        self._entries[key] = (value, nbytes)
-        self._bytes += nbytes
-        while self._bytes > self.max_bytes:
-            _, (_, size) = self._entries.popitem(last=False)
-            self._bytes -= size
-
-    def clear(self) -> None:
-        self._entries.clear()
-        self._bytes = 0
-
-
 class KCI(CITest):
     """KCI with causal-learn's defaults and p-values (gamma approximation), reusing work
     across tests on one dataset. Results are also cached on disk (they are slow to compute).
@@ -282,7 +252,7 @@ class KCI(CITest):
         self.memory_mb: float = settings.pop("memory_mb")
         super().__init__(data, disk_cache=disk_cache, **settings)
         self.standardized = (self.data - self.data.mean(axis=0)) / self.data.std(axis=0, ddof=1)
-        self._matrices = _MatrixCache(int(self.memory_mb * 2**20))
+        self._matrices: MemoCache[Any] = MemoCache(MAX_MATRICES, int(self.memory_mb * 2**20))
 
     def cache_params(self) -> dict[str, Any]:
         return {**self.params, "implementation": IMPLEMENTATION_VERSION}
@@ -295,7 +265,7 @@ class KCI(CITest):
         value = self._matrices.get(key)
         if value is None:
             value = build()
-            self._matrices.put(key, value, value.nbytes)
+            self._matrices.set(key, value, value.nbytes)
         return value
 
     # -- kernels --------------------------------------------------------------------------

@@ -17,11 +17,12 @@ import numpy as np
 
 from baselines.merges import best_k, merge_k
 from baselines.oracle import ideal_oracle
-from baselines.reference import REFERENCE_ALGORITHMS, limit_threads, reference_record
+from baselines.reference import REFERENCE_ALGORITHMS, reference_record
 from baselines.selection import select_bca
 from heuresis_env.generation import SPLIT_SIZES, InstanceKey, generate_instance
 from heuresis_env.graphs import Graph
 from heuresis_env.metrics import paired_bootstrap, score_graph
+from heuresis_env.threads import limit_threads
 
 
 @dataclass

@@ -6,7 +6,6 @@ The cache key is (instance SHA-256, algorithm, parameters, code version), so a s
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,13 +69,3 @@ def reference_record(instance: Instance, algorithm: str,
     return record
 
 
-def limit_threads() -> None:
-    """One BLAS/torch thread per worker process, so N workers use N cores, not N²."""
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(var, "1")
-    try:
-        from threadpoolctl import threadpool_limits
-
-        threadpool_limits(1)
-    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
-        pass

@@ -119,6 +119,15 @@ class ResultCache:
             path.unlink(missing_ok=True)  # stale or corrupt entry: recompute
             return default
 
+    def get_or_compute(self, key: str, compute: Callable[[], Any]) -> Any:
+        """The stored value of ``key``, or ``compute()`` stored under it (None is not stored)."""
+        value = self.get(key)
+        if value is None:
+            value = compute()
+            if value is not None:
+                self.set(key, value)
+        return value
+
     def set(self, key: str, value: Any) -> None:
         if cache_disabled():
             return

@@ -15,6 +15,7 @@ import importlib
 import sys
 
 from heuresis_env.errors import HeuresisError
+from heuresis_env.threads import limit_threads
 from heuresis_env.version import __version__
 
 #: subcommand → module (added in the order a newcomer meets them)
@@ -64,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2
+    limit_threads()  # one BLAS thread per process: parallelism comes from worker processes
     try:
         return int(args._run(args) or 0)
     except HeuresisError as exc:

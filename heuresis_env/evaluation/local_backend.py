@@ -25,6 +25,7 @@ from heuresis_env.evaluation.episode import (
     RunSpec,
     worker_name,
 )
+from heuresis_env.threads import limit_threads
 
 
 def _exit_when_orphaned(parent_pid: int) -> None:
@@ -37,6 +38,7 @@ def _exit_when_orphaned(parent_pid: int) -> None:
 def _worker_main(spec: RunSpec, tasks, results, parent_pid: int) -> None:
     """A spawned worker: one policy instance, episodes from ``tasks`` until a ``None``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
+    limit_threads()  # N workers on N cores, not N × BLAS threads
     threading.Thread(target=_exit_when_orphaned, args=(parent_pid,), daemon=True).start()
     name = worker_name()
     try:

@@ -25,6 +25,7 @@ from heuresis_env.evaluation.episode import (
     RunSpec,
     worker_name,
 )
+from heuresis_env.threads import limit_threads
 
 #: environment variables passed on to the workers of a cluster started for the run
 FORWARDED_VARIABLES = ("HEURESIS_CACHE_DIR", "HEURESIS_NO_CACHE")
@@ -44,6 +45,7 @@ class EpisodeActor:
     """A Ray actor: one :class:`EpisodeRunner` (one policy instance) running episodes."""
 
     def __init__(self, spec: RunSpec):
+        limit_threads()  # one BLAS thread per actor (one CPU each)
         self.runner = EpisodeRunner(spec, worker_name("ray"))
 
     def run(self, task: EpisodeTask) -> EpisodeOutcome:

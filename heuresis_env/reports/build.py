@@ -49,9 +49,9 @@ from heuresis_env.studies.deletion_signals import (
     SIGNALS,
     PropositionRow,
     SignalStudy,
+    cached_proposition_simulation,
     deletion_records,
     parse_signal_request,
-    proposition_simulation,
     signal_study,
 )
 from heuresis_env.studies.provenance import (
@@ -335,9 +335,9 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
         document.add(Paragraph("The signal study runs on request: heuresis report … "
                                "--deletion-signals FAMILY[/SPLIT]:COUNT."))
     n_rows = int(loaded.runs[0].config.get("n") or 600)
-    rows = proposition_simulation(
+    rows = cached_proposition_simulation(
         n=n_rows, kept_per_class=proposition_kept,
-        rng=np.random.default_rng(tables.comparison_seed(seed, "proposition")))
+        seed=tables.comparison_seed(seed, "proposition"))
     document.add(TableBlock(proposition_table(rows, n_rows)))
     path = figures.figure_proposition(rows, figure_dir / "appendixF_proposition.png")
     figure_paths.append(path)

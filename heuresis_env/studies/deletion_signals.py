@@ -238,12 +238,8 @@ def deletion_records(instance, max_set_size: int = 1) -> list[DeletionRecord]:
                        "max_set_size": max_set_size, "alpha": ALPHA,
                        "instance": [instance.key.family, instance.key.split,
                                     instance.key.index]})
-    store = ResultCache("reports-deletion-signals")
-    records = store.get(key)
-    if records is None:
-        records = compute_deletion_records(instance, max_set_size)
-        store.set(key, records)
-    return records
+    return ResultCache("reports-deletion-signals").get_or_compute(
+        key, lambda: compute_deletion_records(instance, max_set_size))
 
 
 @dataclass
@@ -421,6 +417,26 @@ def proposition_simulation(n: int = 600, alpha: float = ALPHA,
             total_variation=exact["total_variation"],
             half_sup_bound=exact["half_sup_bound"]))
     return rows
+
+
+#: bump when the proposition simulation's numbers change (its disk cache is keyed by it)
+PROPOSITION_VERSION = 1
+
+
+def cached_proposition_simulation(n: int = 600, alpha: float = ALPHA,
+                                  noncentralities: Sequence[float] = DEFAULT_NONCENTRALITIES,
+                                  kept_per_class: int = 2000, confidence: float = 0.95,
+                                  seed: int = 0, max_datasets: int = 200_000
+                                  ) -> list[PropositionRow]:
+    """:func:`proposition_simulation` drawing from ``numpy.random.default_rng(seed)``, cached on
+    disk: a function of its arguments alone, so a report rebuilt on the same size reads it."""
+    key = stable_hash({"n": n, "alpha": alpha, "noncentralities": list(noncentralities),
+                       "kept_per_class": kept_per_class, "confidence": confidence,
+                       "seed": int(seed), "max_datasets": max_datasets,
+                       "version": PROPOSITION_VERSION})
+    return ResultCache("reports-proposition").get_or_compute(key, lambda: proposition_simulation(
+        n=n, alpha=alpha, noncentralities=noncentralities, kept_per_class=kept_per_class,
+        confidence=confidence, rng=np.random.default_rng(int(seed)), max_datasets=max_datasets))
 
 
 def parse_signal_request(text: str) -> tuple[str, str, int]:

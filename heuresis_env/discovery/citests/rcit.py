@@ -10,7 +10,7 @@ null approximations. causal-learn draws its random features from the global
 ``np.random.RandomState(k)`` reproduces ``np.random.seed(k)`` followed by causal-learn's
 call draw for draw (the tests check this). The :class:`CITest` classes derive each call's
 ``numpy.random.Generator`` from (seed, x, y, S), so a result does not depend on the order of
-calls and can be cached.
+calls and is cached on disk under the data, the parameters and the seed.
 
 RCIT's y-features are built on [y, z]; RCoT's on y alone (Strobl et al.'s RCoT). Both
 use RIT (five features each for x and y, as causal-learn) when S = ∅. Null
@@ -37,6 +37,8 @@ from heuresis_env.errors import HeuresisError, UnknownNameError
 APPROXIMATIONS = ("lpd4", "hbe", "gamma", "chi2", "perm")
 _BANDWIDTH_ROWS = 500  # rows used for the median-distance bandwidth (causal-learn, R RCIT)
 _UNCONDITIONAL_FEATURES = 5  # RIT's features per variable (fixed in causal-learn and R)
+#: bump when the numbers an RCIT/RCoT computes change, so stale disk-cache entries are ignored
+IMPLEMENTATION_VERSION = 1
 
 
 class RandomSource(Protocol):
@@ -192,9 +194,13 @@ class RCIT(CITest):
 
     name: ClassVar[str] = "rcit"
     include_z_in_y: ClassVar[bool] = True
+    disk_cache_default: ClassVar[bool] = True
 
     def __init__(self, data: np.ndarray, *, disk_cache: bool | None = None, **params: Any):
         super().__init__(data, disk_cache=disk_cache, **_validated_settings(self.name, params))
+
+    def cache_params(self) -> dict[str, Any]:
+        return {**self.params, "implementation": IMPLEMENTATION_VERSION}
 
     def generator(self, x: int, y: int, s: tuple[int, ...]) -> np.random.Generator:
         """The generator of test (x, y, S): a function of (seed, x, y, S) only (x < y, S sorted)."""

@@ -155,7 +155,7 @@ def test_low_rank_residual_maker_equals_dense_inverse():
     ranks = {}
     for dims in (1, 3):
         precision = 1.0 / 0.7**2 / dims
-        maker = ResidualMaker.build(points[:, :dims], precision)
+        maker = ResidualMaker.from_points(points[:, :dims], precision)
         ranks[dims] = maker.rank
         kz = center_kernel(gaussian_kernel(points[:, :dims], precision))
         explicit = EPSILON * np.linalg.pinv(kz + EPSILON * np.eye(n))
@@ -164,7 +164,7 @@ def test_low_rank_residual_maker_equals_dense_inverse():
         factor = np.linalg.cholesky(other + 1e-9 * np.eye(n))
         via_factor = maker.residualize(Gram(factor=factor)).full()
         assert np.abs(via_factor - explicit @ (factor @ factor.T) @ explicit).max() < 1e-8
-    assert ranks[1] < n // 4 and ranks[3] == n  # both paths were exercised
+    assert ranks[1] < n // 2 and ranks[3] == n  # both paths were exercised
 
 
 def test_kci_results_do_not_depend_on_the_matrix_cache():

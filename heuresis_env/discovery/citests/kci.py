@@ -9,10 +9,13 @@ be fast when one dataset is tested many times, as in PC:
   y's kernel in the conditional one) are kept as centred low-rank factors F with
   H K H ≈ F Fᵀ (pivoted Cholesky to a residual diagonal of 1e-13; rank ≈ 30 at n = 600),
   cached per variable and width, so an unconditional test costs O(n r²);
+* Gaussian kernels of several columns are element-wise products of the columns' own
+  kernels (cached per column and width), so no test evaluates an exponential of n² terms;
 * per conditioning set S, the residual-maker R_z = ε (H K_z H + ε I)⁻¹ (ε = 1e-3) is
   computed once: as a low-rank correction R_z = I − U D Uᵀ when K_z has numerical rank
-  ≤ n/4 (typical for |S| = 1), else densely by Cholesky; residualised kernels R_z K R_z
-  are cached per (variable, S) in a least-recently-used store (``memory_mb``);
+  ≤ n/2 (typical for |S| ≤ 2; LAPACK's pivoted Cholesky finds the rank), else densely by
+  Cholesky; residualised kernels R_z K R_z are cached per (variable, S) in a
+  least-recently-used store (``memory_mb``);
 * the gamma approximation's mean and variance come from W = K̃_x ∘ K̃_y, the element-wise
   product of the residualised kernels (mean = tr W, variance = 2 ‖W‖²_F), with no
   eigendecomposition. A conditional test then costs at most two n × n products (x's
@@ -56,7 +59,7 @@ LOW_RANK_TOLERANCE = 1e-13
 #: most kernel matrices one test object keeps in memory (the byte budget binds first)
 MAX_MATRICES = 100_000
 #: bump when the numbers a KCI computes change, so stale disk-cache entries are ignored
-IMPLEMENTATION_VERSION = 1
+IMPLEMENTATION_VERSION = 2
 
 _SUPPORTED_PARAMETERS = (
     "kernelX", "kernelY", "kernelZ", "est_width", "kwidthx", "kwidthy", "kwidthz",
@@ -166,11 +169,13 @@ class Gram:
         return Gram(factor=vectors[:, keep] * np.sqrt(eigenvalues[keep]))
 
 
-def centered_gaussian_gram(points: np.ndarray, precision: float, low_rank: bool) -> Gram:
+def centered_gaussian_gram(points: np.ndarray, precision: float, low_rank: bool,
+                           max_rank: int | None = None) -> Gram:
     """H K H for the Gaussian kernel K of ``points``; as a centred low-rank factor when
-    ``low_rank`` and K's numerical rank is at most n/4, else dense."""
+    ``low_rank`` and K's numerical rank is at most ``max_rank`` (default n/4), else dense."""
     if low_rank:
-        factor = pivoted_cholesky(points, precision, LOW_RANK_TOLERANCE, points.shape[0] // 4)
+        limit = points.shape[0] // 4 if max_rank is None else max_rank
+        factor = pivoted_cholesky(points, precision, LOW_RANK_TOLERANCE, limit)
         if factor is not None:
             return Gram(factor=factor - factor.mean(axis=0))
     return Gram(dense=center_kernel(gaussian_kernel(points, precision)))
@@ -211,15 +216,28 @@ class ResidualMaker:
         return Gram(dense=kernel - np.hstack([q, t]) @ np.hstack([t, q]).T)
 
     @classmethod
-    def build(cls, points: np.ndarray, precision: float) -> ResidualMaker:
-        """For the Gaussian kernel K_z of the conditioning set's ``points``."""
-        gram = centered_gaussian_gram(points, precision, low_rank=True)
-        if gram.factor is not None:
-            basis, singular_values, _ = np.linalg.svd(gram.factor, full_matrices=False)
-            eigenvalues = singular_values**2
+    def build(cls, kernel: np.ndarray) -> ResidualMaker:
+        """From the (uncentred) Gaussian kernel K_z of the conditioning set, overwritten.
+
+        Low rank when K_z's numerical rank r (LAPACK's pivoted Cholesky, residual diagonal
+        ≤ 1e-13) is at most n/2: residualizing a dense kernel then costs ≈ 6n²r flops against
+        4n³ for the dense form. The eigenvectors come from the r × r Gram matrix FᵀF.
+        """
+        n = kernel.shape[0]
+        cholesky, pivots, rank, _ = scipy.linalg.lapack.dpstrf(kernel, tol=LOW_RANK_TOLERANCE,
+                                                               lower=1)
+        if rank <= n // 2:
+            factor = np.empty((n, rank))
+            factor[pivots - 1] = np.tril(cholesky[:, :rank])  # P Lᵣ: K ≈ F Fᵀ
+            factor -= factor.mean(axis=0)  # H K H ≈ (H F)(H F)ᵀ
+            eigenvalues, vectors = np.linalg.eigh(factor.T @ factor)
+            # eigenvectors of F Fᵀ are F v / √λ; those of tiny λ are inaccurate, but they enter
+            # R_z with weight λ / (λ + ε) < 1e-9, so they are left out
+            keep = eigenvalues > eigenvalues[-1] * 1e-14
+            eigenvalues = eigenvalues[keep]
+            basis = factor @ (vectors[:, keep] / np.sqrt(eigenvalues))
             return cls(basis=basis, scaled_basis=basis * (eigenvalues / (eigenvalues + EPSILON)))
-        n = points.shape[0]
-        regularized = gram.dense
+        regularized = center_kernel(kernel)
         regularized.flat[:: n + 1] += EPSILON
         cholesky, info = scipy.linalg.lapack.dpotrf(regularized, lower=0)
         if info == 0:
@@ -231,6 +249,11 @@ class ResidualMaker:
         else:  # not numerically positive definite: causal-learn's pseudo-inverse
             dense = EPSILON * np.linalg.pinv(regularized)
         return cls(dense=dense)
+
+    @classmethod
+    def from_points(cls, points: np.ndarray, precision: float) -> ResidualMaker:
+        """For the Gaussian kernel of the conditioning set's ``points`` (n × |S|)."""
+        return cls.build(gaussian_kernel(points, precision))
 
 
 class KCI(CITest):
@@ -253,6 +276,7 @@ class KCI(CITest):
         super().__init__(data, disk_cache=disk_cache, **settings)
         self.standardized = (self.data - self.data.mean(axis=0)) / self.data.std(axis=0, ddof=1)
         self._matrices: MemoCache[Any] = MemoCache(MAX_MATRICES, int(self.memory_mb * 2**20))
+        self._buffers: tuple[np.ndarray, np.ndarray] | None = None
 
     def cache_params(self) -> dict[str, Any]:
         return {**self.params, "implementation": IMPLEMENTATION_VERSION}
@@ -292,8 +316,8 @@ class KCI(CITest):
 
     def _residual_maker(self, s: tuple[int, ...]) -> ResidualMaker:
         def build() -> ResidualMaker:
-            points = self.standardized[:, list(s)]
-            return ResidualMaker.build(points, self._precision(points, "kwidthz", len(s)))
+            precision = self._precision(self.standardized[:, list(s)], "kwidthz", len(s))
+            return ResidualMaker.build(self._product_kernel(s, precision))
 
         return self._cached(("residual-maker", s), build)
 
@@ -303,11 +327,27 @@ class KCI(CITest):
         def build() -> Gram:
             points = np.hstack([self.standardized[:, [x]], 0.5 * self.standardized[:, list(s)]])
             precision = self._precision(points, "kwidthx", len(s))
-            # [x, z] kernels have high numerical rank: the dense form is cheaper
-            gram = centered_gaussian_gram(points, precision, low_rank=False)
-            return self._residual_maker(s).residualize(gram)
+            # [x, z] kernels have high numerical rank: the dense form is cheaper. A Gaussian
+            # kernel of stacked coordinates is the element-wise product of theirs, so the
+            # kernels of x and of ½ z are kept and shared by the tests that use them.
+            kernel = self._product_kernel(s, 0.25 * precision)
+            kernel *= self._column_kernel(x, precision)
+            return self._residual_maker(s).residualize(Gram(dense=center_kernel(kernel)))
 
         return self._cached(("residualized-x", x, s), build)
+
+    def _column_kernel(self, variable: int, precision: float) -> np.ndarray:
+        """The (uncentred) Gaussian kernel of one standardized column, cached (read only)."""
+        return self._cached(("kernel", variable, precision), lambda: gaussian_kernel(
+            self.standardized[:, [variable]], precision))
+
+    def _product_kernel(self, columns: tuple[int, ...], precision: float) -> np.ndarray:
+        """The Gaussian kernel of several columns, a new array: the element-wise product of
+        the columns' own kernels (exp of a sum), which the tests of a level share."""
+        kernel = self._column_kernel(columns[0], precision).copy()
+        for variable in columns[1:]:
+            kernel *= self._column_kernel(variable, precision)
+        return kernel
 
     def _residualized_y(self, y: int, s: tuple[int, ...]) -> Gram:
         """R_z K_y R_z with K_y the kernel on y alone (its width depends on |S| only)."""
@@ -330,14 +370,27 @@ class KCI(CITest):
             return self._unconditional(x, y)
         kx = self._residualized_x(x, s)
         ky = self._residualized_y(y, s)
-        kx_full, ky_full = kx.full(), ky.full()
+        kx_full, ky_full = kx.full(), self._full(ky, 0)
         statistic = float(np.vdot(kx_full, ky_full))
         if self.params["truncate_spectrum"]:
             kx_full, ky_full = kx.truncated().full(), ky.truncated().full()
-        product = kx_full * ky_full
-        mean = float(np.trace(product))
+        # mean tr(K̃x ∘ K̃y) from the diagonals; the product in a reused buffer
+        mean = float(kx_full.diagonal() @ ky_full.diagonal())
+        product = np.multiply(kx_full, ky_full, out=self._buffer(1))
         variance = 2.0 * float(np.vdot(product, product))
         return statistic, gamma_p_value(statistic, mean, variance)
+
+    def _buffer(self, which: int) -> np.ndarray:
+        """One of two n × n work matrices of this object (fewer fresh pages per test)."""
+        if self._buffers is None:
+            self._buffers = (np.empty((self.n, self.n)), np.empty((self.n, self.n)))
+        return self._buffers[which]
+
+    def _full(self, gram: Gram, which: int) -> np.ndarray:
+        """``gram`` as a dense matrix, a factor's F Fᵀ written into work buffer ``which``."""
+        if gram.dense is not None:
+            return gram.dense
+        return np.matmul(gram.factor, gram.factor.T, out=self._buffer(which))
 
     def _unconditional(self, x: int, y: int) -> tuple[float, float]:
         """HSIC V-statistic tr(K̃x K̃y) with causal-learn's gamma moments

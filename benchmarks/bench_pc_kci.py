@@ -48,13 +48,13 @@ def run_causal_learn(data: np.ndarray, alpha: float) -> tuple[float, np.ndarray,
 
     reference_cit.KCI.__call__ = recording_call
     try:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         graph = reference_pc(data, alpha, "kci", show_progress=False)
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     finally:
         reference_cit.KCI.__call__ = original_call
     skeleton = graph.G.graph != 0
-    return seconds, skeleton | skeleton.T, p_values
+    return (seconds, cpu), skeleton | skeleton.T, p_values
 
 
 def run_ours(data: np.ndarray, alpha: float) -> tuple[float, np.ndarray, dict, object]:
@@ -63,24 +63,23 @@ def run_ours(data: np.ndarray, alpha: float) -> tuple[float, np.ndarray, dict, o
     from heuresis_env.discovery.pc import pc
 
     tester = KCI(data, disk_cache=False)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     result = pc(None, ci_test=tester, alpha=alpha)
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     p_values = {key: r.p_value for key, r in tester._memory.items()}
-    return seconds, result.skeleton.skeleton(), p_values, tester
+    return (seconds, cpu), result.skeleton.skeleton(), p_values, tester
 
 
 def compare_on(data: np.ndarray, alpha: float = 0.05, reference: bool = True) -> dict:
     """Both PCs on one data set; a dict of the figures printed per instance."""
-    ours_seconds, ours_skeleton, ours_p, tester = run_ours(data, alpha)
-    row = {"ours": ours_seconds, "tests": len(ours_p),
-           "levels": np.bincount([len(k[2]) for k in ours_p]).tolist(),
-           "profile": dict(getattr(tester, "timings", {}))}
+    (ours_seconds, ours_cpu), ours_skeleton, ours_p, _ = run_ours(data, alpha)
+    row = {"ours": ours_seconds, "ours_cpu": ours_cpu, "tests": len(ours_p),
+           "levels": np.bincount([len(k[2]) for k in ours_p]).tolist()}
     if reference:
-        ref_seconds, ref_skeleton, ref_p = run_causal_learn(data, alpha)
+        (ref_seconds, ref_cpu), ref_skeleton, ref_p = run_causal_learn(data, alpha)
         common = [k for k in ours_p if k in ref_p]
-        row.update(reference=ref_seconds, reference_tests=len(ref_p),
-                   ratio=ref_seconds / ours_seconds,
+        row.update(reference=ref_seconds, reference_cpu=ref_cpu, reference_tests=len(ref_p),
+                   ratio=ref_seconds / ours_seconds, cpu_ratio=ref_cpu / ours_cpu,
                    same_skeleton=bool(np.array_equal(ref_skeleton, ours_skeleton)),
                    common=len(common),
                    max_dp=max((abs(ours_p[k] - ref_p[k]) for k in common), default=float("nan")))
@@ -96,6 +95,8 @@ def main() -> None:
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--blas-threads", type=int, default=1)
     parser.add_argument("--ours-only", action="store_true", help="skip causal-learn")
+    parser.add_argument("--profile", type=int, default=2,
+                        help="profile our run on this many of the slowest instances")
     args = parser.parse_args()
 
     import causallearn.utils.cit  # noqa: F401 - load every BLAS library before limiting them
@@ -111,9 +112,9 @@ def main() -> None:
         limits = threadpool_limits(limits=args.blas_threads)
     print(f"PC-KCI (α = {args.alpha}), dev instances, d = 10, n = {args.n}; BLAS threads: "
           f"{args.blas_threads or 'default'}; load average {os.getloadavg()[0]:.1f} at start")
-    header = (f"{'instance':<12} {'causal-learn s':>14} {'ours s':>8} {'ratio':>7} "
-              f"{'tests cl/ours':>13} {'skeleton':>9} {'max |Δp|':>9}  ours by |S|")
-    print(header)
+    print("seconds: wall / CPU of this process (CPU time is what a loaded machine distorts least)")
+    print(f"{'instance':<12} {'causal-learn s':>15} {'ours s':>12} {'ratio wall/CPU':>15} "
+          f"{'tests cl/ours':>13} {'skeleton':>9} {'max |Δp|':>9}  ours by |S|")
     rows = []
     with limits:
         for family in families:
@@ -121,33 +122,60 @@ def main() -> None:
                 data = instance_data(family, index, args.n)
                 row = compare_on(data, args.alpha, reference=not args.ours_only)
                 row["name"] = f"{family}/{index}"
+                row["data"] = data
                 rows.append(row)
+                ours = f"{row['ours']:.1f}/{row['ours_cpu']:.1f}"
                 if args.ours_only:
-                    print(f"{row['name']:<12} {'-':>14} {row['ours']:>8.2f} {'-':>7} "
+                    print(f"{row['name']:<12} {'-':>15} {ours:>12} {'-':>15} "
                           f"{'-':>6}/{row['tests']:<6} {'-':>9} {'-':>9}  {row['levels']}",
                           flush=True)
                 else:
-                    print(f"{row['name']:<12} {row['reference']:>14.1f} {row['ours']:>8.2f} "
-                          f"{row['ratio']:>7.1f} {row['reference_tests']:>6}/{row['tests']:<6} "
+                    reference = f"{row['reference']:.1f}/{row['reference_cpu']:.1f}"
+                    ratio = f"{row['ratio']:.1f}/{row['cpu_ratio']:.1f}"
+                    print(f"{row['name']:<12} {reference:>15} {ours:>12} {ratio:>15} "
+                          f"{row['reference_tests']:>6}/{row['tests']:<6} "
                           f"{'same' if row['same_skeleton'] else 'DIFFERS':>9} "
                           f"{row['max_dp']:>9.1e}  {row['levels']}", flush=True)
-    ours = np.array([r["ours"] for r in rows])
-    print(f"\nours: mean {ours.mean():.2f} s, slowest {ours.max():.2f} s "
-          f"({rows[int(ours.argmax())]['name']}), total {ours.sum():.1f} s")
-    if not args.ours_only:
-        reference = np.array([r["reference"] for r in rows])
-        ratios = reference / ours
-        slowest = int(ours.argmax())
-        print(f"causal-learn: mean {reference.mean():.1f} s, slowest {reference.max():.1f} s")
-        print(f"ratio of mean times {reference.mean() / ours.mean():.1f}; per instance: min "
-              f"{ratios.min():.1f}, median {np.median(ratios):.1f}; on our slowest instance "
-              f"{ratios[slowest]:.1f}; on causal-learn's slowest {ratios[int(reference.argmax())]:.1f}")
-        print(f"same skeleton on {sum(r['same_skeleton'] for r in rows)} of {len(rows)}; "
-              f"max |Δp| over common tests {max(r['max_dp'] for r in rows):.1e}")
-    for row in sorted(rows, key=lambda r: -r["ours"])[:3]:
-        profile = ", ".join(f"{k} {v:.2f} s" for k, v in sorted(row["profile"].items(),
-                                                                key=lambda kv: -kv[1]))
-        print(f"where {row['name']}'s {row['ours']:.2f} s went: {profile or '(no timers)'}")
+        print(f"load average {os.getloadavg()[0]:.1f} at the end")
+        for kind, ours_key, ref_key in (("wall", "ours", "reference"),
+                                        ("CPU", "ours_cpu", "reference_cpu")):
+            ours = np.array([r[ours_key] for r in rows])
+            slowest = int(ours.argmax())
+            print(f"\n{kind} time — ours: mean {ours.mean():.2f} s, slowest {ours.max():.2f} s "
+                  f"({rows[slowest]['name']}), total {ours.sum():.1f} s")
+            if args.ours_only:
+                continue
+            reference = np.array([r[ref_key] for r in rows])
+            ratios = reference / ours
+            print(f"{kind} time — causal-learn: mean {reference.mean():.1f} s, slowest "
+                  f"{reference.max():.1f} s ({rows[int(reference.argmax())]['name']})")
+            print(f"{kind} ratio of mean times {reference.mean() / ours.mean():.1f}; per "
+                  f"instance: min {ratios.min():.1f}, median {np.median(ratios):.1f}; on our "
+                  f"slowest instance {ratios[slowest]:.1f}; on causal-learn's slowest "
+                  f"{ratios[int(reference.argmax())]:.1f}")
+        if not args.ours_only:
+            print(f"same skeleton on {sum(r['same_skeleton'] for r in rows)} of {len(rows)}; "
+                  f"max |Δp| over {sum(r['common'] for r in rows)} common tests "
+                  f"{max(r['max_dp'] for r in rows):.1e}")
+        for row in sorted(rows, key=lambda r: -r["ours_cpu"])[:args.profile]:
+            print(f"\nwhere {row['name']}'s time goes (cProfile of our PC-KCI, top functions):")
+            profile_ours(row["data"], args.alpha)
+
+
+def profile_ours(data: np.ndarray, alpha: float, top: int = 8) -> None:
+    import cProfile
+    import io
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    run_ours(data, alpha)
+    profiler.disable()
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(top)
+    lines = text.getvalue().splitlines()
+    start = next(i for i, line in enumerate(lines) if "ncalls" in line)
+    print("\n".join(lines[start:start + top + 1]))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,188 @@
+"""The main job's cost profile: ``heuresis demo`` cold (an empty cache) then warm (the same cache,
+a new output directory), with the time per policy, per tool and per CI-test kind.
+
+Each run is the real command in a subprocess (its workers included): wall time, user and system
+CPU of the whole process tree, the machine's load average. The breakdown is read back from the
+run directories: per policy, the wall time of its evaluation (from the run directory's first
+and last writes) and the sum of its episodes' wall seconds; per tool, the steps' durations
+recorded in the traces (``run_algorithm`` by algorithm, ``ci_test`` by method); "policy and
+environment" is an episode's wall time outside its tool calls (the policy's own work, the
+environment's reset — a guided start's evidence — and scoring).
+
+    python benchmarks/bench_main_job.py --count 1 --workers 2          # quick look (n = 600)
+    python benchmarks/bench_main_job.py --count 32 --workers 2         # the full size
+    python benchmarks/bench_main_job.py --runs OUT/cold OUT/warm        # tables only, from runs
+
+Options after ``--`` go to ``heuresis demo`` unchanged (e.g. ``-- --no-rl``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+
+def run_demo(out: Path, cache: Path, n: int, count: int, workers: int,
+             extra: list[str]) -> dict:
+    """Run ``heuresis demo`` in a subprocess; wall, user and system seconds of its tree."""
+    command = [sys.executable, "-m", "heuresis_env.cli", "demo", "--n", str(n),
+               "--count", str(count), "--workers", str(workers), "--out", str(out), *extra]
+    env = {**os.environ, "HEURESIS_CACHE_DIR": str(cache)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    load_before = os.getloadavg()
+    started = time.perf_counter()
+    completed = subprocess.run(command, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if completed.returncode != 0:
+        raise SystemExit(f"heuresis demo failed ({completed.returncode}):\n{completed.stderr[-3000:]}")
+    (out / "demo.stdout").write_text(completed.stdout)
+    (out / "demo.stderr").write_text(completed.stderr)
+    return {"command": " ".join(command[1:]), "wall": wall,
+            "user": after.ru_utime - before.ru_utime, "sys": after.ru_stime - before.ru_stime,
+            "max_rss_mb": after.ru_maxrss / 1024, "load_before": load_before[0],
+            "load_after": os.getloadavg()[0]}
+
+
+def profile_runs(demo_out: Path) -> dict:
+    """Per policy, tool and CI-test kind, from ``demo_out/runs/*`` (results and traces)."""
+    policies: dict[str, dict] = {}
+    tools: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+    for run in sorted((demo_out / "runs").iterdir()):
+        results = run / "results.jsonl"
+        if not results.is_file():
+            continue
+        records = [json.loads(line) for line in results.read_text().splitlines() if line]
+        config_time = (run / "config.json").stat().st_mtime
+        tool_seconds = 0.0
+        for record in records:
+            trace = run / record["trace"] if record.get("trace") else None
+            if trace is None or not trace.is_file():
+                continue
+            for line in trace.read_text().splitlines():
+                step = json.loads(line)
+                if step.get("type") != "step" or not step.get("tool"):
+                    continue
+                name = step["tool"]
+                args = step.get("args") or {}
+                if name == "run_algorithm" and isinstance(args, dict):
+                    name = f"run_algorithm: {args.get('name')}"
+                elif name == "ci_test" and isinstance(args, dict):
+                    name = f"ci_test: {args.get('method')}"
+                seconds = float(step.get("duration") or 0.0)
+                tools[name][0] += 1
+                tools[name][1] += seconds
+                tool_seconds += seconds
+        episode_seconds = sum(float(r.get("wall_seconds") or 0.0) for r in records)
+        policies[run.name] = {
+            "episodes": len(records), "episode_seconds": episode_seconds,
+            "tool_seconds": tool_seconds,
+            "wall": max(results.stat().st_mtime - config_time, 0.0),
+            "errors": sum(r.get("error") is not None for r in records)}
+        tools["(policy and environment, outside tools)"][0] += len(records)
+        tools["(policy and environment, outside tools)"][1] += episode_seconds - tool_seconds
+    return {"policies": policies, "tools": {k: {"count": v[0], "seconds": v[1]}
+                                            for k, v in tools.items()}}
+
+
+def _fmt(seconds: float | None) -> str:
+    return "–" if seconds is None else f"{seconds:.1f}"
+
+
+def tables(runs: dict[str, dict]) -> str:
+    """Markdown tables comparing the runs (``{"cold": {...}, "warm": {...}}``)."""
+    labels = list(runs)
+    lines = ["| run | wall s | user s | sys s | load before/after |", "|---|---|---|---|---|"]
+    for label in labels:
+        r = runs[label].get("process", {})
+        lines.append(f"| {label} | {_fmt(r.get('wall'))} | {_fmt(r.get('user'))} | "
+                     f"{_fmt(r.get('sys'))} | {r.get('load_before', 0):.1f} / "
+                     f"{r.get('load_after', 0):.1f} |")
+    if len(labels) == 2 and all("process" in runs[k] for k in labels):
+        a, b = (runs[k]["process"]["wall"] for k in labels)
+        lines.append(f"\n{labels[0]} / {labels[1]} wall: {a / b:.1f}×")
+    names = sorted({p for k in labels for p in runs[k]["profile"]["policies"]},
+                   key=lambda p: -runs[labels[0]]["profile"]["policies"].get(p, {}).get(
+                       "episode_seconds", 0.0))
+    lines += ["", "| policy | episodes | " + " | ".join(
+        f"{k} wall s | {k} Σ episode s | {k} in tools s" for k in labels) + " |",
+        "|---|---|" + "---|---|---|" * len(labels)]
+    for name in names:
+        cells = []
+        for label in labels:
+            p = runs[label]["profile"]["policies"].get(name)
+            cells += ([_fmt(p["wall"]), _fmt(p["episode_seconds"]), _fmt(p["tool_seconds"])]
+                      if p else ["–"] * 3)
+        episodes = next(runs[k]["profile"]["policies"][name]["episodes"] for k in labels
+                        if name in runs[k]["profile"]["policies"])
+        lines.append(f"| {name} | {episodes} | " + " | ".join(cells) + " |")
+    tool_names = sorted({t for k in labels for t in runs[k]["profile"]["tools"]},
+                        key=lambda t: -runs[labels[0]]["profile"]["tools"].get(t, {}).get(
+                            "seconds", 0.0))
+    lines += ["", "| tool (CI test, algorithm) | calls | " + " | ".join(
+        f"{k} s | {k} ms/call" for k in labels) + " |", "|---|---|" + "---|---|" * len(labels)]
+    for name in tool_names:
+        cells = []
+        count = 0
+        for label in labels:
+            t = runs[label]["profile"]["tools"].get(name)
+            count = max(count, t["count"] if t else 0)
+            cells += ([_fmt(t["seconds"]), f"{1000 * t['seconds'] / max(t['count'], 1):.1f}"]
+                      if t else ["–", "–"])
+        lines.append(f"| {name} | {count} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=600)
+    parser.add_argument("--count", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=Path("runs/bench-main-job"))
+    parser.add_argument("--cache", type=Path, default=None,
+                        help="cache directory (default OUT/cache; emptied before the cold run)")
+    parser.add_argument("--warm-only", action="store_true", help="keep the cache; one run")
+    parser.add_argument("--runs", nargs="+", type=Path, default=None,
+                        help="only tabulate these demo output directories")
+    parser.add_argument("demo_args", nargs=argparse.REMAINDER,
+                        help="after --: passed to heuresis demo")
+    args = parser.parse_args()
+    extra = [a for a in args.demo_args if a != "--"]
+    runs: dict[str, dict] = {}
+    if args.runs:
+        for path in args.runs:
+            saved = path / "profile.json"
+            runs[path.name] = (json.loads(saved.read_text()) if saved.is_file()
+                               else {"profile": profile_runs(path)})
+    else:
+        cache = args.cache or args.out / "cache"
+        if not args.warm_only and cache.exists():
+            shutil.rmtree(cache)
+        for label in (["warm"] if args.warm_only else ["cold", "warm"]):
+            out = args.out / label
+            if out.exists():
+                shutil.rmtree(out)
+            out.mkdir(parents=True)
+            print(f"[{label}] heuresis demo --n {args.n} --count {args.count} --workers "
+                  f"{args.workers} (cache {cache}) …", file=sys.stderr, flush=True)
+            process = run_demo(out, cache, args.n, args.count, args.workers, extra)
+            runs[label] = {"process": process, "profile": profile_runs(out)}
+            (out / "profile.json").write_text(json.dumps(runs[label], indent=1))
+            print(f"[{label}] {process['wall']:.0f} s wall, user {process['user']:.0f} s, "
+                  f"sys {process['sys']:.0f} s", file=sys.stderr, flush=True)
+    print(f"machine: {os.cpu_count()} CPUs; n = {args.n}, count = {args.count}, "
+          f"workers = {args.workers}")
+    print(tables(runs))
+
+
+if __name__ == "__main__":
+    main()

@@ -8,7 +8,10 @@
 3. PC-KCI end to end: ``heuresis_env.discovery.pc.pc`` with our KCI vs causal-learn's
    ``pc(X, 0.05, "kci")`` on the same instance: times, numbers of tests, ratio, skeleton
    equality, max |Δp| over the tests both ran.
-4. ``import heuresis_env`` time, and that importing the CI tests loads no dcor, numba, torch
+4. dCor's permutation test per call against ``dcor.independence.distance_covariance_test`` on
+   the same residuals and permutations (the p-values are equal): with the conditioning set's
+   residuals already computed (as for the later tests of a set) and with a fresh set.
+5. ``import heuresis_env`` time, and that importing the CI tests loads no dcor, numba, torch
    or causal-learn.
 
 BLAS threads are limited to ``--blas-threads`` (default 1) for both sides: on a shared
@@ -119,44 +122,61 @@ def bench_fisherz(repeats: int = 5) -> None:
 
 
 def bench_pc_kci(data: np.ndarray, alpha: float = 0.05) -> None:
-    from causallearn.search.ConstraintBased.PC import pc as reference_pc
-    from causallearn.utils import cit as reference_cit
+    """One instance of ``bench_pc_kci.py`` (which runs twelve)."""
+    from bench_pc_kci import compare_on
 
-    from heuresis_env.discovery.citests.kci import KCI
-    from heuresis_env.discovery.pc import pc
+    row = compare_on(data, alpha)
+    print(f"\n[3] PC-KCI (α = {alpha}) on n={data.shape[0]}, d={data.shape[1]} (seconds wall / CPU)")
+    print(f"    causal-learn {row['reference']:.2f} / {row['reference_cpu']:.2f} s, "
+          f"{row['reference_tests']} distinct tests")
+    print(f"    ours         {row['ours']:.2f} / {row['ours_cpu']:.2f} s, {row['tests']} distinct "
+          f"tests (by |S|: {row['levels']})")
+    print(f"    ratio {row['ratio']:.1f} wall, {row['cpu_ratio']:.1f} CPU; same skeleton: "
+          f"{row['same_skeleton']}; max |Δp| over {row['common']} common tests: {row['max_dp']:.2e}")
 
-    reference_p: dict[tuple[int, int, tuple[int, ...]], float] = {}
-    original_call = reference_cit.KCI.__call__
 
-    def recording_call(self, x, y, condition_set=None):
-        p = original_call(self, x, y, condition_set)
-        reference_p[(min(int(x), int(y)), max(int(x), int(y)), tuple(sorted(int(v) for v in condition_set or ())))] = p
-        return p
+def bench_dcor(data: np.ndarray, repeats: int = 3) -> None:
+    """dCor permutation test (199 permutations) per call: ours against dcor's
+    ``distance_covariance_test`` on the same residuals and permutations (equal p-values)."""
+    import dcor
 
-    reference_cit.KCI.__call__ = recording_call
-    try:
+    from heuresis_env.discovery.citests.dcor import DistanceCorrelation, pairing_statistics
+
+    d = data.shape[1]
+    rng = np.random.default_rng(3)
+    tests = [(0, 1, ())] + [(x, y, tuple(sorted(rng.choice([v for v in range(d) if v not in (x, y)],
+                                                          size=size, replace=False).tolist())))
+                            for size in (1, 2) for x, y in ((2, 3), (4, 5), (6, 7))]
+    pairing_statistics(data[:, 0], data[:, 1], np.array([np.arange(data.shape[0])]))  # numba load
+    print(f"\n[4] dCor permutation test, 199 permutations, n={data.shape[0]}: ms per call")
+    print(f"    {'test':<18} {'dcor':>8} {'ours (S cached)':>16} {'ours (fresh S)':>15} {'ratio':>6} {'same p':>7}")
+    fresh_total = cached_total = reference_total = 0.0
+    for x, y, s in tests:
+        fresh = DistanceCorrelation(data, seed=1, disk_cache=False)
         start = time.perf_counter()
-        reference_graph = reference_pc(data, alpha, "kci", show_progress=False)
+        result = fresh.test(x, y, s)
+        time_fresh = time.perf_counter() - start
+        time_cached = np.inf
+        for _ in range(repeats):  # residuals of S kept, as within an episode or PC level
+            fresh._memory.clear()
+            start = time.perf_counter()
+            fresh.test(x, y, s)
+            time_cached = min(time_cached, time.perf_counter() - start)
+        residual_x, residual_y = fresh.residuals(x, s), fresh.residuals(y, s)
+        start = time.perf_counter()
+        expected = dcor.independence.distance_covariance_test(
+            residual_x, residual_y, num_resamples=199, random_state=fresh.generator(x, y, s))
         time_reference = time.perf_counter() - start
-    finally:
-        reference_cit.KCI.__call__ = original_call
-
-    tester = KCI(data, disk_cache=False)
-    start = time.perf_counter()
-    result = pc(None, ci_test=tester, alpha=alpha)
-    time_ours = time.perf_counter() - start
-
-    reference_skeleton = reference_graph.G.graph != 0
-    reference_skeleton = reference_skeleton | reference_skeleton.T
-    same_skeleton = bool(np.array_equal(reference_skeleton, result.skeleton.skeleton()))
-    common = [key for key in tester._memory if key in reference_p]
-    worst = max((abs(tester._memory[key].p_value - reference_p[key]) for key in common), default=float("nan"))
-    levels = np.bincount([len(key[2]) for key in tester._memory]).tolist()
-    print(f"\n[3] PC-KCI (α = {alpha}) on n={data.shape[0]}, d={data.shape[1]}")
-    print(f"    causal-learn {time_reference:.2f} s, {len(reference_p)} distinct tests")
-    print(f"    ours         {time_ours:.2f} s, {result.n_tests} distinct tests (by |S|: {levels})")
-    print(f"    ratio {time_reference / time_ours:.1f}; same skeleton: {same_skeleton}; "
-          f"max |Δp| over {len(common)} common tests: {worst:.2e}")
+        fresh_total += time_fresh
+        cached_total += time_cached
+        reference_total += time_reference
+        print(f"    {str((x, y, s)):<18} {1000 * time_reference:>8.1f} {1000 * time_cached:>16.1f} "
+              f"{1000 * time_fresh:>15.1f} {time_reference / time_cached:>6.1f} "
+              f"{str(result.p_value == expected.pvalue):>7}")
+    count = len(tests)
+    print(f"    mean: dcor {1000 * reference_total / count:.1f} ms; ours {1000 * cached_total / count:.1f} ms "
+          f"with the set's residuals kept, {1000 * fresh_total / count:.1f} ms with a fresh set "
+          f"(ratio {reference_total / cached_total:.1f} / {reference_total / fresh_total:.1f})")
 
 
 def bench_imports() -> None:
@@ -179,7 +199,7 @@ def bench_imports() -> None:
         package, total, heavy = output.stdout.split()
         times.append((float(package), float(total)))
     package, total = min(times)
-    print(f"\n[4] import heuresis_env: {package:.3f} s; with all CI-test modules: {total:.3f} s "
+    print(f"\n[5] import heuresis_env: {package:.3f} s; with all CI-test modules: {total:.3f} s "
           f"(best of 3); heavy modules loaded: {heavy}")
 
 
@@ -210,6 +230,7 @@ def main() -> None:
         bench_fisherz()
         if not args.skip_pc:
             bench_pc_kci(data)
+        bench_dcor(data)
     bench_imports()
 
 

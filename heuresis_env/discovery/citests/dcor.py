@@ -19,7 +19,7 @@ Conditioning sets: with S ≠ ∅ both x and y are first residualised on S and t
 tested (valid when x and y depend on S additively). ``conditioning="kernel"`` (default):
 Gaussian kernel ridge regression on the standardised S, median-heuristic bandwidth, ridge
 chosen per variable by generalised cross-validation (one eigendecomposition per S, from a
-low-rank factor when the kernel allows); ``"linear"``: least squares on [1, S]; ``"none"``:
+low-rank factor — LAPACK's pivoted Cholesky — when the kernel's numerical rank is ≤ n/2); ``"linear"``: least squares on [1, S]; ``"none"``:
 refuse S ≠ ∅. Eigendecompositions and residuals are kept per S in a bounded in-memory store,
 so the tests of one conditioning set share them. The reported statistic is the sample distance
 correlation of the (residualised) pair, in [0, 1]. Results are also cached on disk.
@@ -36,7 +36,7 @@ from scipy.special import chdtrc
 
 from heuresis_env.cache import MemoCache
 from heuresis_env.discovery.citests.base import CITest, sample_matrix
-from heuresis_env.discovery.citests.kci import MAX_MATRICES, pivoted_cholesky
+from heuresis_env.discovery.citests.kci import MAX_MATRICES, center_kernel, centered_range_eigen
 from heuresis_env.errors import DataError, HeuresisError, UnknownNameError
 
 METHODS = ("permutation", "chi2")
@@ -46,7 +46,7 @@ _RIDGE_GRID = np.logspace(-6, 0, 25)
 #: bytes of eigendecompositions and residuals one test object keeps in memory
 _MEMORY_BYTES = 128 * 2**20
 #: bump when the numbers a dcor test computes change, so stale disk-cache entries are ignored
-IMPLEMENTATION_VERSION = 1
+IMPLEMENTATION_VERSION = 2
 
 
 def _centered_distances(values: np.ndarray) -> tuple[np.ndarray, float]:
@@ -306,15 +306,10 @@ class DistanceCorrelation(CITest):
             if positive.size == 0:
                 raise DataError(f"the conditioning columns {list(s)} take a single value")
             precision = 1.0 / float(np.median(positive))
-            factor = pivoted_cholesky(points, precision, 1e-10, max_rank=self.n // 2)
-            if factor is not None:
-                vectors, singular_values, _ = np.linalg.svd(factor - factor.mean(axis=0), full_matrices=False)
-                cached = (singular_values**2, vectors)
-            else:
-                kernel = np.exp(-0.5 * precision * squareform(distances))
-                column_means = kernel.mean(axis=0)
-                kernel -= column_means[None, :] + column_means[:, None] - column_means.mean()
-                eigenvalues, eigenvectors = np.linalg.eigh(kernel)
+            kernel = np.exp(-0.5 * precision * squareform(distances))
+            cached = centered_range_eigen(kernel, 1e-10, max_rank=self.n // 2)
+            if cached is None:
+                eigenvalues, eigenvectors = np.linalg.eigh(center_kernel(kernel))
                 cached = (np.clip(eigenvalues, 0.0, None), eigenvectors)
             self._matrices.set(key, cached, cached[0].nbytes + cached[1].nbytes)
         return cached

@@ -139,6 +139,28 @@ def pivoted_cholesky(
     return factor if residual_diagonal.max(initial=0.0) <= tolerance else None
 
 
+def centered_range_eigen(kernel: np.ndarray, tolerance: float, max_rank: int
+                         ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Eigenvalues and orthonormal eigenvectors of H K H on its numerical range, for a
+    positive semi-definite (uncentred) ``kernel`` K whose rank — LAPACK's pivoted Cholesky
+    with residual diagonal ≤ ``tolerance`` — is at most ``max_rank``; else None.
+
+    With K ≈ F Fᵀ (F = P Lᵣ, centred), the eigenvectors are F v / √λ from the r × r matrix
+    FᵀF: cheaper than an SVD of F. Those of λ < 1e-14 λ_max would be inaccurate and are left
+    out (callers give them no weight)."""
+    n = kernel.shape[0]
+    cholesky, pivots, rank, _ = scipy.linalg.lapack.dpstrf(kernel, tol=tolerance, lower=1)
+    if rank > max_rank:
+        return None
+    factor = np.empty((n, rank))
+    factor[pivots - 1] = np.tril(cholesky[:, :rank])  # P Lᵣ: K ≈ F Fᵀ
+    factor -= factor.mean(axis=0)  # H K H ≈ (H F)(H F)ᵀ
+    eigenvalues, vectors = np.linalg.eigh(factor.T @ factor)
+    keep = eigenvalues > eigenvalues[-1] * 1e-14
+    eigenvalues = eigenvalues[keep]
+    return eigenvalues, factor @ (vectors[:, keep] / np.sqrt(eigenvalues))
+
+
 @dataclass(frozen=True)
 class Gram:
     """A symmetric positive semi-definite n × n matrix: ``dense``, or ``factor`` F with F Fᵀ."""
@@ -224,18 +246,11 @@ class ResidualMaker:
         4n³ for the dense form. The eigenvectors come from the r × r Gram matrix FᵀF.
         """
         n = kernel.shape[0]
-        cholesky, pivots, rank, _ = scipy.linalg.lapack.dpstrf(kernel, tol=LOW_RANK_TOLERANCE,
-                                                               lower=1)
-        if rank <= n // 2:
-            factor = np.empty((n, rank))
-            factor[pivots - 1] = np.tril(cholesky[:, :rank])  # P Lᵣ: K ≈ F Fᵀ
-            factor -= factor.mean(axis=0)  # H K H ≈ (H F)(H F)ᵀ
-            eigenvalues, vectors = np.linalg.eigh(factor.T @ factor)
-            # eigenvectors of F Fᵀ are F v / √λ; those of tiny λ are inaccurate, but they enter
-            # R_z with weight λ / (λ + ε) < 1e-9, so they are left out
-            keep = eigenvalues > eigenvalues[-1] * 1e-14
-            eigenvalues = eigenvalues[keep]
-            basis = factor @ (vectors[:, keep] / np.sqrt(eigenvalues))
+        low_rank = centered_range_eigen(kernel, LOW_RANK_TOLERANCE, n // 2)
+        if low_rank is not None:
+            # the eigenvectors left out by centered_range_eigen enter R_z with weight
+            # λ / (λ + ε) < 1e-9
+            eigenvalues, basis = low_rank
             return cls(basis=basis, scaled_basis=basis * (eigenvalues / (eigenvalues + EPSILON)))
         regularized = center_kernel(kernel)
         regularized.flat[:: n + 1] += EPSILON

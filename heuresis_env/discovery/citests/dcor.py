@@ -51,7 +51,12 @@ IMPLEMENTATION_VERSION = 2
 
 def _centered_distances(values: np.ndarray) -> tuple[np.ndarray, float]:
     """Double-centred Euclidean distance matrix and the mean distance a.. (before centring)."""
-    distances = squareform(pdist(values, "euclidean"))
+    if values.shape[1] == 1:  # a vector: |v_i − v_j| in one pass (pdist + squareform take ~8×)
+        column = values[:, 0]
+        distances = np.subtract.outer(column, column)
+        np.abs(distances, out=distances)
+    else:
+        distances = squareform(pdist(values, "euclidean"))
     row_means = distances.mean(axis=0)
     grand_mean = float(row_means.mean())
     distances -= row_means[None, :]

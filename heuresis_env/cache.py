@@ -119,15 +119,6 @@ class ResultCache:
             path.unlink(missing_ok=True)  # stale or corrupt entry: recompute
             return default
 
-    def get_or_compute(self, key: str, compute: Callable[[], Any]) -> Any:
-        """The stored value of ``key``, or ``compute()`` stored under it (None is not stored)."""
-        value = self.get(key)
-        if value is None:
-            value = compute()
-            if value is not None:
-                self.set(key, value)
-        return value
-
     def set(self, key: str, value: Any) -> None:
         if cache_disabled():
             return
@@ -143,8 +134,8 @@ class ResultCache:
             raise
 
     def get_or_compute(self, key: str, compute: Callable[[], Any]) -> Any:
-        """The stored value of ``key``, else ``compute()`` stored once: a file lock per key
-        makes a second process wait and read the first one's result."""
+        """The stored value of ``key``, else ``compute()`` stored once (None is not stored): a
+        file lock per key makes a second process wait and read the first one's result."""
         value = self.get(key)
         if value is not None:
             return value
@@ -156,7 +147,8 @@ class ResultCache:
             value = self.get(key)
             if value is None:
                 value = compute()
-                self.set(key, value)
+                if value is not None:
+                    self.set(key, value)
         return value
 
 

@@ -95,7 +95,9 @@ def run_local_processes(spec: RunSpec, tasks: Sequence[EpisodeTask], workers: in
                  for k in range(count)]
     for process in processes:
         process.start()
-    remaining, in_flight, exited = len(tasks), {}, set()
+    remaining = len(tasks)
+    in_flight: dict[str, Any] = {}
+    exited: set[str] = set()
     completed = False
     try:
         while remaining:

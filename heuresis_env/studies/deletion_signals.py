@@ -131,18 +131,19 @@ def clustered_auc(scores: Any, labels: Any, clusters: Sequence[Any], n_resamples
     matrix products.
     """
     scores, labels = _scores_and_labels(scores, labels)
-    clusters = np.asarray(list(clusters), dtype=object)
-    if clusters.shape != scores.shape:
-        raise DataError(f"one cluster per score needed; got {clusters.size} and {scores.size}")
+    cluster_array = np.asarray(list(clusters), dtype=object)
+    if cluster_array.shape != scores.shape:
+        raise DataError(f"one cluster per score needed; got {cluster_array.size} and "
+                        f"{scores.size}")
     if not (isinstance(n_resamples, int) and n_resamples >= 1):
         raise HeuresisError(f"n_resamples must be a positive integer, got {n_resamples!r}")
     if not 0 < confidence < 1:
         raise HeuresisError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
     missing = np.isnan(scores)
-    scores, labels, clusters = scores[~missing], labels[~missing], clusters[~missing]
+    scores, labels, cluster_array = scores[~missing], labels[~missing], cluster_array[~missing]
     positives, negatives = int(labels.sum()), int((~labels).sum())
     point = roc_auc(scores, labels)
-    _, cluster_index = np.unique(clusters.astype(str), return_inverse=True)
+    _, cluster_index = np.unique(cluster_array.astype(str), return_inverse=True)
     n_clusters = int(cluster_index.max()) + 1 if cluster_index.size else 0
     if math.isnan(point):
         return AUCResult(point, math.nan, math.nan, positives, negatives, int(missing.sum()),
@@ -207,7 +208,7 @@ def compute_deletion_records(instance, max_set_size: int = 1) -> list[DeletionRe
         deleting = frozenset(column[v] for v in deletion.conditioning_set)
         neighbours = sorted((set(np.flatnonzero(skeleton[i])) | set(np.flatnonzero(skeleton[j])))
                             - {i, j})
-        other_sets = [()] + [(v,) for v in neighbours]
+        other_sets: list[tuple[int, ...]] = [()] + [(v,) for v in neighbours]
         if max_set_size >= 2:
             other_sets += [(a, b) for k, a in enumerate(neighbours) for b in neighbours[k + 1:]]
         other_p = [kci.test(i, j, s).p_value for s in other_sets if frozenset(s) != deleting]

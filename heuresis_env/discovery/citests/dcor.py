@@ -289,7 +289,8 @@ class DistanceCorrelation(CITest):
         centered = values - values.mean()
         coordinates = eigenvectors.T @ centered
         outside = float(centered @ centered) - float(coordinates @ coordinates)  # kernel's null space
-        best_shrink, best_score = None, math.inf
+        best_shrink: np.ndarray | None = None
+        best_score = math.inf
         for ridge in _RIDGE_GRID * self.n:
             shrink = ridge / (eigenvalues + ridge)  # eigenvalues of I − K(K + αI)⁻¹ on K's range
             residual_norm = max(outside, 0.0) + float(np.sum((shrink * coordinates) ** 2))
@@ -297,6 +298,7 @@ class DistanceCorrelation(CITest):
             score = self.n * residual_norm / max(self.n - effective_df, 1e-12) ** 2
             if score < best_score:
                 best_score, best_shrink = score, shrink
+        assert best_shrink is not None  # the grid is not empty and every score is finite
         return centered - eigenvectors @ ((1.0 - best_shrink) * coordinates)
 
     def _kernel_eigen(self, s: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:

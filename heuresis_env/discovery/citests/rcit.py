@@ -24,7 +24,7 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.linalg
@@ -41,14 +41,8 @@ _UNCONDITIONAL_FEATURES = 5  # RIT's features per variable (fixed in causal-lear
 IMPLEMENTATION_VERSION = 1
 
 
-class RandomSource(Protocol):
-    """What the tests draw from: a ``numpy.random.Generator`` or ``RandomState``."""
-
-    def normal(self, size: Any = ...) -> np.ndarray: ...
-
-    def uniform(self, size: Any = ...) -> np.ndarray: ...
-
-    def permutation(self, x: int) -> np.ndarray: ...
+#: what the tests draw from (``normal``, ``uniform``, ``permutation``)
+RandomSource = np.random.Generator | np.random.RandomState
 
 
 def standardize(values: np.ndarray) -> np.ndarray:

@@ -163,6 +163,10 @@ def _check_int(name: str, value: Any, low: int) -> int:
 
 # ---- the environment ----------------------------------------------------------------------------
 
+#: what ``step`` returns: observation, reward, terminated, truncated, info
+StepResult = tuple[dict[str, Any], float, bool, bool, dict[str, Any]]
+
+
 class HeuresisEnv(gym.Env):
     """
     ## Description
@@ -381,7 +385,7 @@ class HeuresisEnv(gym.Env):
             _check_int("n", n, 10)
         # the family's size fills what is left out (a fixed structure's d, a table's d and n)
         first = InstanceKey(family, split, 0, d=d, n=n, graph_model=graph_model)
-        self.d, self.n, self.graph_model = first.d, first.n, first.graph_model
+        self.d, self.n, self.graph_model = first.size
         size = split_size(family, split)
         if indices is None:
             self.indices: tuple[int, ...] = tuple(range(size))
@@ -406,7 +410,7 @@ class HeuresisEnv(gym.Env):
             family, split, self.d, self.n, self.graph_model, name_mode, questions,
             self._salt_holder)
 
-        self._rl = None
+        self._rl: RLInterface | None = None
         if interface == "rl":
 
             self._rl = RLInterface(self.d, self._offered, target, self.guided)
@@ -425,11 +429,11 @@ class HeuresisEnv(gym.Env):
                 "last_error": spaces.Text(max_length=MAX_OBSERVATION_CHARS, min_length=0,
                                           charset=string.printable),
             })
-        self._state = None
+        self._state: EpisodeState | None = None
         self._referee: dict[str, Callable] | None = None
         self._public: PublicInstance | None = None
         self._episode_over = True
-        self._trace = None
+        self._trace: TraceRecorder | None = None
         self._episode_count = 0
         self._last_text = ""
         self._last_error = ""
@@ -470,13 +474,13 @@ class HeuresisEnv(gym.Env):
     def data(self) -> np.ndarray:
         """The current instance's data matrix (read-only)."""
         self._require_reset()
-        return self._state.data
+        return self._episode.data
 
     @property
-    def working_graph(self):
+    def working_graph(self) -> Graph:
         """A copy of the working graph."""
         self._require_reset()
-        return self._state.working_graph.copy()
+        return self._episode.working_graph.copy()
 
     @property
     def steps_used(self) -> int:
@@ -523,11 +527,39 @@ class HeuresisEnv(gym.Env):
             raise HeuresisError("action_masks() belongs to the RL view; make the environment "
                                 "with interface='rl'")
         self._require_reset()
-        return self._rl.action_masks(self._state)
+        return self._rl.action_masks(self._episode)
 
     def _require_reset(self) -> None:
         if self._state is None:
             raise HeuresisError("call reset() before using the environment")
+
+    @property
+    def _episode(self) -> EpisodeState:
+        """The running episode's state (an error before the first reset)."""
+        if self._state is None:
+            raise HeuresisError("call reset() before using the environment")
+        return self._state
+
+    @property
+    def _truth(self) -> dict[str, Callable]:
+        """The referee's closures of the running episode (an error before the first reset)."""
+        if self._referee is None:
+            raise HeuresisError("call reset() before using the environment")
+        return self._referee
+
+    @property
+    def _instance(self) -> PublicInstance:
+        """The public part of the running episode's instance."""
+        if self._public is None:
+            raise HeuresisError("call reset() before using the environment")
+        return self._public
+
+    @property
+    def _rl_view(self) -> RLInterface:
+        """The RL view (an error on the text view)."""
+        if self._rl is None:
+            raise HeuresisError("this environment has the text interface, not the RL view")
+        return self._rl
 
     def config(self) -> dict[str, Any]:
         """The keyword arguments that rebuild this environment (the salt excluded)."""
@@ -540,7 +572,8 @@ class HeuresisEnv(gym.Env):
                                                    "name_mode": self.name_mode})}
 
     # ---- reset -------------------------------------------------------------------------------
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
+              ) -> tuple[dict[str, Any], dict[str, Any]]:
         super().reset(seed=seed)
         # gym.make(..., max_episode_steps=k) wraps the env in TimeLimit, which would cut the
         # episode at step k without scoring it: its k becomes this episode's step budget
@@ -595,9 +628,9 @@ class HeuresisEnv(gym.Env):
         self._episode_count += 1
         self._last_error = ""
         if self.reward_mode == "shaped":
-            self._shaped_f1 = referee["f1_of_marks"](self._state.working_graph.marks)[0]
+            self._shaped_f1 = referee["f1_of_marks"](self._episode.working_graph.marks)[0]
         if self._rl is not None:
-            self._rl.start(self._state, evidence.pair_evidence(), referee,
+            self._rl.start(self._episode, evidence.pair_evidence(), referee,
                            self.reward_mode == "shaped")
             self._last_text = ""
         else:
@@ -617,7 +650,7 @@ class HeuresisEnv(gym.Env):
         """The first observation's text: the task, the rules, and the tools."""
         self._require_reset()
 
-        state = self._state
+        state = self._episode
         if self._task is not None:
             budget = (f"Budget: {self.max_steps} steps and "
                       + ("no wall-time limit." if self.max_seconds is None
@@ -639,10 +672,10 @@ class HeuresisEnv(gym.Env):
         about = ("An unknown structural causal model over a directed acyclic graph generated "
                  "them; every column is standardized and the columns are in random order, so "
                  "names and order carry no information.")
-        if self._public.description:
-            about = self._public.description
+        if self._instance.description:
+            about = self._instance.description
         score = ("The main score is the adjacency F1 of your graph against the true graph."
-                 if self._public.has_ground_truth else
+                 if self._instance.has_ground_truth else
                  "There is no known true graph for this table: your submitted graph is the "
                  "result, and it is not scored.")
         lines = [
@@ -679,14 +712,14 @@ class HeuresisEnv(gym.Env):
         return lines
 
     # ---- step --------------------------------------------------------------------------------
-    def step(self, action: Any):
+    def step(self, action: Any) -> StepResult:
         self._require_reset()
         if self._episode_over:
             raise HeuresisError("the episode is over; call reset() to start the next one")
         step_start = time.perf_counter()
         self._steps_used += 1
-        self._state.call_number = self._steps_used
-        before = self._state.working_graph.marks.copy()
+        self._episode.call_number = self._steps_used
+        before = self._episode.working_graph.marks.copy()
         try:
             if self._rl is not None:
                 return self._step_rl(action, step_start)
@@ -700,12 +733,12 @@ class HeuresisEnv(gym.Env):
                      step_start: float) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """An action whose handling raised is a rejected action like any other: its error is
         the observation, the step counts, and the working graph is restored."""
-        state = self._state
+        state = self._episode
         state.working_graph = type(state.working_graph)(state.names, before)
         if self._rl is not None:
             self._rl.resynchronize(state)
         elif self.reward_mode == "shaped":
-            self._shaped_f1 = self._referee["f1_of_marks"](before)[0]
+            self._shaped_f1 = self._truth["f1_of_marks"](before)[0]
         error = f"the action could not be handled ({describe_exception(exc)})"
         self._last_text = observation_text(f"Error: {error}")
         self._last_error = observation_text(error)
@@ -719,9 +752,9 @@ class HeuresisEnv(gym.Env):
                 pass
         return self._finish_step(0.0, False, info)
 
-    def _step_text(self, action: Any, step_start: float):
+    def _step_text(self, action: Any, step_start: float) -> StepResult:
 
-        state = self._state
+        state = self._episode
         before = state.working_graph.marks.copy()
         parsed = None
         try:
@@ -745,10 +778,10 @@ class HeuresisEnv(gym.Env):
                           None if parsed is None else parsed.arguments)
         return self._finish_step(reward, result.submitted, info)
 
-    def _run_tool(self, parsed):
+    def _run_tool(self, parsed: ParsedAction) -> ToolResult:
 
         try:
-            result = parsed.tool.run(self._state, parsed.args)
+            result = parsed.tool.run(self._episode, parsed.args)
         except HeuresisError as exc:
             result = ToolResult.failure(str(exc))
         except Exception as exc:  # noqa: BLE001 - a failing tool is an observation, not a crash
@@ -759,23 +792,24 @@ class HeuresisEnv(gym.Env):
         return result
 
     def _shaped_delta(self) -> float:
-        f1 = self._referee["f1_of_marks"](self._state.working_graph.marks)[0]
+        f1 = self._truth["f1_of_marks"](self._episode.working_graph.marks)[0]
         delta, self._shaped_f1 = f1 - self._shaped_f1, f1
         return float(delta)
 
-    def _step_rl(self, action: Any, step_start: float):
-        outcome = self._rl.execute(self._state, action, record=self._trace is not None)
+    def _step_rl(self, action: Any, step_start: float) -> StepResult:
+        outcome = self._rl_view.execute(self._episode, action, record=self._trace is not None)
         reward = outcome.reward
         info: dict[str, Any] = {}
         if outcome.error is not None:
             info = {"error": outcome.error}
         if self.rl_text or self._trace is not None or self.render_mode == "ansi":
-            self._last_text = self._rl.describe(self._state, outcome)
+            self._last_text = self._rl_view.describe(self._episode, outcome)
         if self._trace is not None:
             self._record_rl_step(action, outcome, step_start)
         return self._finish_step(reward, outcome.submitted, info)
 
-    def _finish_step(self, reward: float, submitted: bool, info: dict[str, Any]):
+    def _finish_step(self, reward: float, submitted: bool, info: dict[str, Any]
+                     ) -> StepResult:
         terminated = bool(submitted)
         truncated = False
         reason = None
@@ -806,22 +840,22 @@ class HeuresisEnv(gym.Env):
             raise UnknownNameError("termination reason", reason, TERMINATION_REASONS)
         question = None
         if self._task is None:
-            scores = self._referee["scores"](self._state.working_graph)
+            scores = self._truth["scores"](self._episode.working_graph)
         else:
-            scores = self._task.scores(self._state.answer)
-            question = {"question": self._task.outcome(self._state.answer)}
+            scores = self._task.scores(self._episode.answer)
+            question = {"question": self._task.outcome(self._episode.answer)}
         scores = {k: (None if v is None else float(v) if isinstance(v, float | np.floating)
                       else int(v)) for k, v in scores.items()}
         self._episode_over = True
         self._final_info = {"termination_reason": reason, "submitted": reason == "submitted",
-                            "scores": scores, "ground_truth": self._public.has_ground_truth,
+                            "scores": scores, "ground_truth": self._instance.has_ground_truth,
                             "steps_used": self._steps_used,
-                            "instance_index": self._public.key.index,
-                            "final_graph": self._state.working_graph.to_dict(),
+                            "instance_index": self._instance.key.index,
+                            "final_graph": self._episode.working_graph.to_dict(),
                             **(question or {})}
         if self._trace is not None:
             self._trace.close({"termination_reason": reason, "scores": scores,
-                               "final_graph": self._state.working_graph.to_dict(),
+                               "final_graph": self._episode.working_graph.to_dict(),
                                "steps_used": self._steps_used,
                                "seconds": self.elapsed_seconds, **(question or {})})
         return {**self._final_info, "scores": dict(scores)}
@@ -829,11 +863,11 @@ class HeuresisEnv(gym.Env):
     # ---- observations --------------------------------------------------------------------
     def _observation(self) -> dict[str, Any]:
         if self._rl is not None:
-            return self._rl.observation(self._state, self.max_steps - self._steps_used,
+            return self._rl.observation(self._episode, self.max_steps - self._steps_used,
                                         self.max_steps)
         return {
             "text": self._last_text,
-            "working_graph": self._state.working_graph.marks.copy(),
+            "working_graph": self._episode.working_graph.marks.copy(),
             "budget_left": np.array([self.max_steps - self._steps_used], dtype=np.float32),
             "last_error": self._last_error,
         }
@@ -844,9 +878,9 @@ class HeuresisEnv(gym.Env):
             return
         header = {
             "config": self.config(),
-            "instance": {**self._public.key.to_dict(), "sha256": self._public.sha256},
-            "sealed": self._public.sealed, "seed": seed, "episode": self._episode_count,
-            "starting_graph": self._state.working_graph.to_dict(),
+            "instance": {**self._instance.key.to_dict(), "sha256": self._instance.sha256},
+            "sealed": self._instance.sealed, "seed": seed, "episode": self._episode_count,
+            "starting_graph": self._episode.working_graph.to_dict(),
             "tools": [t.name for t in self._offered],
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
@@ -859,7 +893,7 @@ class HeuresisEnv(gym.Env):
                      before: np.ndarray, step_start: float, arguments: dict | None) -> None:
         if self._trace is None:
             return
-        diff, pairs = graph_diff(self._state, before)
+        diff, pairs = graph_diff(self._episode, before)
         edit = submit = False
         explicit: list[int] = []
         if parsed is not None:
@@ -874,12 +908,14 @@ class HeuresisEnv(gym.Env):
             elapsed=time.perf_counter() - self._started, step_start=step_start)
 
     def _record_rl_step(self, action: Any, outcome: RLOutcome, step_start: float) -> None:
+        if self._trace is None:
+            return
         self._trace.record_rl_step(
             step=self._steps_used, action=action, outcome=outcome, output=self._last_text,
             elapsed=time.perf_counter() - self._started, step_start=step_start)
 
     # ---- rendering -----------------------------------------------------------------------------
-    def render(self):
+    def render(self) -> str | np.ndarray | None:
         if self.render_mode is None:
             gym.logger.warn("render() needs render_mode='ansi' or 'rgb_array' at construction")
             return None
@@ -890,7 +926,7 @@ class HeuresisEnv(gym.Env):
 
     def _render_text(self) -> str:
 
-        graph = self._state.working_graph
+        graph = self._episode.working_graph
         lines = [f"Heuresis {self.family}/{self.split}/{self.instance_index} - step "
                  f"{self._steps_used} of {self.max_steps}",
                  f"Working graph: {graph_summary(graph)}", graph.to_text()]
@@ -906,8 +942,8 @@ class HeuresisEnv(gym.Env):
         return "\n".join(lines) + "\n"
 
     def _render_rgb(self) -> np.ndarray:
-        panels = [("working graph", self._state.working_graph)]
-        truth = self._referee["reveal"]() if self._episode_over else None
+        panels = [("working graph", self._episode.working_graph)]
+        truth = self._truth["reveal"]() if self._episode_over else None
         if truth is not None:
             panels.append(("true DAG", truth))
         return draw_graphs(panels)
@@ -917,11 +953,11 @@ class HeuresisEnv(gym.Env):
         if self._trace is not None and not self._trace.closed:
             self._trace.close({"termination_reason": "unfinished",
                                "steps_used": getattr(self, "_steps_used", 0),
-                               "final_graph": self._state.working_graph.to_dict()})
+                               "final_graph": self._episode.working_graph.to_dict()})
         self._trace = None
         if self._state is not None:
 
-            close_sandbox(self._state)
+            close_sandbox(self._episode)
 
     def close(self) -> None:
         self._close_episode_resources()

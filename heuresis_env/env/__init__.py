@@ -20,7 +20,14 @@ from heuresis_env.env.core import (
 from heuresis_env.env.referee import PublicInstance, open_instance
 from heuresis_env.env.render import draw_graphs
 from heuresis_env.env.replay import ReplayReport, replay_trace
-from heuresis_env.env.rl_view import RLAction, RLInterface, RLOutcome, rl_action_table
+from heuresis_env.env.rl_view import (
+    LAYOUT_KEYS,
+    RL_OBSERVATION_LAYOUT,
+    RLAction,
+    RLInterface,
+    RLOutcome,
+    rl_action_table,
+)
 from heuresis_env.env.sandbox import Sandbox, SandboxLimits, SandboxResult, run_code
 from heuresis_env.env.toolbox import (
     MAX_ACTION_CHARS,
@@ -43,8 +50,8 @@ from heuresis_env.env.traces import EvidenceLinker
 from heuresis_env.trace_files import Trace, read_trace
 
 __all__ = [
-    "ACYCLIC_TARGETS", "INTERFACES", "MAX_ACTION_CHARS", "MAX_LIST_ITEMS",
-    "MAX_OBSERVATION_CHARS", "REWARDS", "RL_OPERATIONS", "SPLITS", "TARGETS",
+    "ACYCLIC_TARGETS", "INTERFACES", "LAYOUT_KEYS", "MAX_ACTION_CHARS", "MAX_LIST_ITEMS",
+    "MAX_OBSERVATION_CHARS", "REWARDS", "RL_OBSERVATION_LAYOUT", "RL_OPERATIONS", "SPLITS", "TARGETS",
     "TERMINATION_REASONS", "TOOLBOXES", "ActionError", "EpisodeState", "EvidenceLinker",
     "HeuresisEnv", "PublicInstance", "RLAction", "RLInterface", "RLOutcome", "ReplayReport",
     "Sandbox", "SandboxLimits", "SandboxResult", "Tool", "ToolResult", "Trace",

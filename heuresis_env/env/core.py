@@ -224,7 +224,9 @@ class HeuresisEnv(gym.Env):
     i → j or i — j), `evidence` (pairs × 7 features in [−1, 1]: PC-Fisher-z deletion
     p-value, |Pearson r|, distance correlation, dCor − |r|, KCI p-value at the deleting set
     once tested, bootstrap stability, PC-KCI deletion p-value when guided),
-    `evidence_available` (which features exist) and `budget_left` (fraction of steps).
+    `evidence_available` (which features exist), `budget_left` (fraction of steps), and
+    `repair` / `repair_available` (pairs × R: the repair table of PC-KCI's output, guided
+    only; observation layout 2, `heuresis_env.env.rl_view.RL_OBSERVATION_LAYOUT`).
 
     ## Rewards
 
@@ -310,7 +312,8 @@ class HeuresisEnv(gym.Env):
 
     ## Version History
 
-    * v0: initial release (generator version 1, evidence version 1).
+    * v0: initial release (generator version 1, evidence version 1); the RL view's
+      observation layout 2 adds the repair table (`repair`, `repair_available`).
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
@@ -631,7 +634,8 @@ class HeuresisEnv(gym.Env):
             self._shaped_f1 = referee["f1_of_marks"](self._episode.working_graph.marks)[0]
         if self._rl is not None:
             self._rl.start(self._episode, evidence.pair_evidence(), referee,
-                           self.reward_mode == "shaped")
+                           self.reward_mode == "shaped",
+                           evidence.repair_evidence() if self.guided else None)
             self._last_text = ""
         else:
             self._last_text = observation_text(self.task_statement())

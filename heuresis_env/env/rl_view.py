@@ -19,7 +19,16 @@ gives the matrix views):
 - ``evidence_available`` — ``MultiBinary(p·7)``: which entries exist (a pair PC kept has no
   deletion p-value; the KCI p-value appears once the pair is tested; the PC-KCI deletion
   p-value only in the guided condition);
-- ``budget_left`` — ``Box(0, 1, (1,))``: the fraction of the step budget left.
+- ``budget_left`` — ``Box(0, 1, (1,))``: the fraction of the step budget left;
+- ``repair`` — ``Box(−1, 1, (p·R,))``, pair-major: the repair table
+  (:mod:`heuresis_env.evidence.repair`, R = ``len(REPAIR_FEATURE_NAMES)`` columns) scaled by
+  :meth:`~heuresis_env.evidence.RepairEvidence.observation`; 0 where missing;
+- ``repair_available`` — ``MultiBinary(p·R)``: which repair entries exist (none in an
+  unguided episode: the table describes PC-KCI's output, the guided start).
+
+The observation layout is versioned (:data:`RL_OBSERVATION_LAYOUT`): layout 1 had the first
+four keys only; layout 2 added ``repair`` and ``repair_available``. The layout-1 keys are
+unchanged, so a model trained on layout 1 reads a layout-2 observation restricted to them.
 
 :meth:`RLInterface.action_masks` marks the valid actions (add only between non-adjacent
 variables, remove/orient only on edges, no orientation that closes a directed cycle under the
@@ -40,10 +49,25 @@ from heuresis_env.env.toolbox.graph_tools import ACYCLIC_TARGETS, graph_summary
 from heuresis_env.env.toolbox.registry import RL_OPERATIONS, TOOLS, Tool, describe_object
 from heuresis_env.env.toolbox.state import EpisodeState
 from heuresis_env.errors import HeuresisError
-from heuresis_env.evidence import FEATURE_NAMES, PairEvidence, unordered_pairs
+from heuresis_env.evidence import (
+    FEATURE_NAMES,
+    REPAIR_FEATURE_NAMES,
+    PairEvidence,
+    RepairEvidence,
+    unordered_pairs,
+)
 from heuresis_env.graphs import EdgeMark
 
 NONE, TAIL, ARROW = int(EdgeMark.NONE), int(EdgeMark.TAIL), int(EdgeMark.ARROW)
+#: version of the observation layout: 1 = adjacency, evidence, evidence_available,
+#: budget_left; 2 = those plus repair and repair_available (the repair table)
+RL_OBSERVATION_LAYOUT = 2
+#: the observation keys of each layout version
+LAYOUT_KEYS: dict[int, tuple[str, ...]] = {
+    1: ("adjacency", "evidence", "evidence_available", "budget_left"),
+    2: ("adjacency", "evidence", "evidence_available", "budget_left", "repair",
+        "repair_available"),
+}
 _KCI_COLUMN = FEATURE_NAMES.index("kci_p_at_deleting_set")
 _GUIDED_COLUMN = FEATURE_NAMES.index("kci_deletion_p")
 
@@ -170,20 +194,28 @@ class RLInterface:
         n_features = len(FEATURE_NAMES)
         self.action_space = spaces.Discrete(self.n_actions)
         self.n_features = n_features
+        self.n_repair_features = len(REPAIR_FEATURE_NAMES)
+        repair_size = self.n_pairs * self.n_repair_features
         self.observation_space = spaces.Dict({
             "adjacency": spaces.MultiBinary(d * d),
             "evidence": spaces.Box(-1.0, 1.0, (self.n_pairs * n_features,), np.float32),
             "evidence_available": spaces.MultiBinary(self.n_pairs * n_features),
             "budget_left": spaces.Box(0.0, 1.0, (1,), np.float32),
+            "repair": spaces.Box(-1.0, 1.0, (repair_size,), np.float32),
+            "repair_available": spaces.MultiBinary(repair_size),
         })
+        self._no_repair = (np.zeros(repair_size, dtype=np.float32),
+                           np.zeros(repair_size, dtype=np.int8))
         self._mask: np.ndarray | None = None
         self._prepared: dict[str, tuple] = {}  # per instance: the observation's static part
 
     # ---- episode start ------------------------------------------------------------------
     def start(self, state: EpisodeState, evidence: PairEvidence,
-              referee: dict[str, Callable], shaped: bool) -> None:
+              referee: dict[str, Callable], shaped: bool,
+              repair: RepairEvidence | None = None) -> None:
+        """Begin an episode; ``repair`` is the instance's repair table (guided episodes)."""
         prepared = self._prepared.get(evidence.sha256)
-        if prepared is None or prepared[0] is not evidence:
+        if prepared is None or prepared[0] is not evidence or prepared[5] is not repair:
             values = evidence.feature_matrix()
             available = ~np.isnan(values)
             if not self.guided:
@@ -192,12 +224,19 @@ class RLInterface:
             kci_available = available[:, _KCI_COLUMN].copy()
             available[:, _KCI_COLUMN] = False
             values = np.where(available, np.clip(np.nan_to_num(values), -1, 1), 0.0)
+            if repair is not None and self.guided:
+                repair_values, repair_available = repair.observation()
+                repair_part = (repair_values.astype(np.float32).reshape(-1),
+                               repair_available.astype(np.int8).reshape(-1))
+            else:
+                repair_part = self._no_repair
             prepared = (evidence, values.astype(np.float32), available.astype(np.int8),
-                        kci_values, kci_available)
+                        kci_values, kci_available, repair, repair_part)
             if len(self._prepared) > 64:
                 self._prepared.clear()
             self._prepared[evidence.sha256] = prepared
-        _, values, available, self._kci_values, self._kci_available = prepared
+        _, values, available, self._kci_values, self._kci_available, _, repair_part = prepared
+        self._repair_values, self._repair_available = repair_part
         self._values = values.copy()
         self._available = available.copy()
         self._tested = np.zeros(self.n_pairs, dtype=bool)
@@ -220,11 +259,17 @@ class RLInterface:
             "evidence": self._values.reshape(-1).copy(),
             "evidence_available": self._available.reshape(-1).copy(),
             "budget_left": np.array([max(steps_left, 0) / max_steps], dtype=np.float32),
+            "repair": self._repair_values.copy(),
+            "repair_available": self._repair_available.copy(),
         }
 
     def unflatten(self, observation: dict) -> dict:
-        """Matrix views of an observation: adjacency (d, d), evidence (p, 7), availability."""
+        """Matrix views of an observation: adjacency (d, d), evidence (p, 7), availability,
+        repair (p, R) and its availability."""
+        shape = (self.n_pairs, self.n_repair_features)
         return {
+            "repair": np.asarray(observation["repair"]).reshape(shape),
+            "repair_available": np.asarray(observation["repair_available"]).reshape(shape),
             "adjacency": np.asarray(observation["adjacency"]).reshape(self.d, self.d),
             "evidence": np.asarray(observation["evidence"]).reshape(self.n_pairs,
                                                                     self.n_features),

@@ -2,8 +2,10 @@
 
 The second stage of the data flow (instance → **evidence** → environment → policy → run →
 report): the guided start (PC-KCI's output and deletion log, :mod:`.start`), the RL view's
-pair features (:mod:`.pairs`), bootstrap edge frequencies (:mod:`.bootstrap`), all stored
-once per instance by :mod:`.store` and served lazily by :class:`EvidenceProvider`.
+pair features (:mod:`.pairs`), the repair table (:mod:`.repair`: per-pair features that can
+tell PC-KCI's wrong decisions from its right ones), bootstrap edge frequencies
+(:mod:`.bootstrap`), all stored once per instance by :mod:`.store` and served lazily by
+:class:`EvidenceProvider`.
 """
 
 from heuresis_env.evidence.bootstrap import bootstrap_edge_frequencies
@@ -17,6 +19,17 @@ from heuresis_env.evidence.pairs import (
     unordered_pairs,
 )
 from heuresis_env.evidence.provider import EvidenceProvider
+from heuresis_env.evidence.repair import (
+    DEFAULT_ALGORITHMS,
+    REFERENCE_ALGORITHMS,
+    REPAIR_EVIDENCE_VERSION,
+    REPAIR_FEATURE_NAMES,
+    REPAIR_FEATURES,
+    RepairEvidence,
+    RepairFeature,
+    compute_repair_evidence,
+    repair_evidence,
+)
 from heuresis_env.evidence.start import (
     ALPHA,
     GuidedStart,
@@ -27,8 +40,11 @@ from heuresis_env.evidence.start import (
 from heuresis_env.evidence.store import EVIDENCE_VERSION, cached_evidence, clear_memory
 
 __all__ = [
-    "ALPHA", "DCOR_MAX_ROWS", "EVIDENCE_VERSION", "FEATURE_NAMES", "STABILITY_BOOTSTRAPS",
-    "EvidenceProvider", "GuidedStart", "PairEvidence", "bootstrap_edge_frequencies",
-    "cached_evidence", "clear_memory", "compute_guided_start", "compute_pair_evidence",
-    "guided_start", "pair_evidence", "start_graph_for_edits", "unordered_pairs",
+    "ALPHA", "DCOR_MAX_ROWS", "DEFAULT_ALGORITHMS", "EVIDENCE_VERSION", "FEATURE_NAMES", "REFERENCE_ALGORITHMS",
+    "REPAIR_EVIDENCE_VERSION", "REPAIR_FEATURES", "REPAIR_FEATURE_NAMES",
+    "STABILITY_BOOTSTRAPS", "EvidenceProvider", "GuidedStart", "PairEvidence",
+    "RepairEvidence", "RepairFeature", "bootstrap_edge_frequencies", "cached_evidence",
+    "clear_memory", "compute_guided_start", "compute_pair_evidence",
+    "compute_repair_evidence", "guided_start", "pair_evidence", "repair_evidence",
+    "start_graph_for_edits", "unordered_pairs",
 ]

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from heuresis_env.evidence.pairs import PairEvidence, pair_evidence
+from heuresis_env.evidence.repair import RepairEvidence, repair_evidence
 from heuresis_env.evidence.start import GuidedStart, guided_start
 
 
@@ -24,9 +25,14 @@ class EvidenceProvider:
     def pair_evidence(self) -> PairEvidence:
         return pair_evidence(self._data, self.names, self.sha256)
 
-    def warm(self, guided: bool = True, pairs: bool = True) -> None:
+    def repair_evidence(self) -> RepairEvidence:
+        return repair_evidence(self._data, self.names, self.sha256)
+
+    def warm(self, guided: bool = True, pairs: bool = True, repair: bool = True) -> None:
         """Compute (or load) the bundles now, e.g. before timing an RL run."""
         if guided:
             self.guided_start()
         if pairs:
             self.pair_evidence()
+        if repair:
+            self.repair_evidence()

@@ -182,6 +182,7 @@ CI_TESTS: dict[str, str | type[CITest]] = {
     "rcit": "heuresis_env.discovery.citests.rcit:RCIT",
     "rcot": "heuresis_env.discovery.citests.rcit:RCoT",
     "dcor": "heuresis_env.discovery.citests.dcor:DistanceCorrelation",
+    "gcm": "heuresis_env.discovery.citests.gcm:GCM",
     "dsep": "heuresis_env.discovery.citests.dseparation:DSeparation",
 }
 

@@ -30,8 +30,11 @@ per test, as in causal-learn) when agreement to rounding error is wanted.
 Kernel widths follow causal-learn: ``est_width="empirical"`` (default; fixed widths by n),
 ``"median"`` (median pairwise distance; computed on all rows, whereas causal-learn
 subsamples 1000 rows with the global RNG when n > 1000) or ``"manual"`` (``kwidthx``,
-``kwidthy``, ``kwidthz``: kernel standard deviations). Only Gaussian kernels and the gamma
-approximation are supported; other causal-learn options raise :class:`HeuresisError`.
+``kwidthy``, ``kwidthz``: kernel standard deviations). ``width_scale`` (ours; default 1)
+multiplies every kernel standard deviation the rule gives, e.g. ``est_width="median",
+width_scale=0.5`` for half the median heuristic (the repair evidence tests other widths so).
+Only Gaussian kernels and the gamma approximation are supported; other causal-learn options
+raise :class:`HeuresisError`.
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ IMPLEMENTATION_VERSION = 2
 
 _SUPPORTED_PARAMETERS = (
     "kernelX", "kernelY", "kernelZ", "est_width", "kwidthx", "kwidthy", "kwidthz",
-    "approx", "use_gp", "truncate_spectrum", "memory_mb",
+    "approx", "use_gp", "truncate_spectrum", "memory_mb", "width_scale",
 )
 _UNSUPPORTED_PARAMETERS = {
     "null_ss": "null_ss sizes the simulated null of approx=False, which is not supported",
@@ -279,7 +282,8 @@ class KCI(CITest):
     only), ``est_width`` ("empirical" | "median" | "manual"), ``kwidthx``, ``kwidthy``,
     ``kwidthz`` (required for "manual"), ``approx`` (True only), ``use_gp`` (False only).
     Ours: ``truncate_spectrum`` (drop eigenvalues below 1e-5 × max as causal-learn does;
-    slower), ``memory_mb`` (budget of the in-memory matrix cache; not part of results).
+    slower), ``memory_mb`` (budget of the in-memory matrix cache; not part of results),
+    ``width_scale`` (multiplies every kernel width; enters the cache key only when ≠ 1).
     """
 
     name: ClassVar[str] = "kci"
@@ -310,7 +314,13 @@ class KCI(CITest):
     # -- kernels --------------------------------------------------------------------------
 
     def _precision(self, points: np.ndarray, width_param: str, conditioning_size: int) -> float:
-        """1/σ² by causal-learn's rule; ``conditioning_size`` 0 means the unconditional test."""
+        """1/σ² by causal-learn's rule (σ × ``width_scale``); ``conditioning_size`` 0 means the
+        unconditional test."""
+        return self._rule_precision(points, width_param, conditioning_size) / (
+            self.params.get("width_scale", 1.0) ** 2)
+
+    def _rule_precision(self, points: np.ndarray, width_param: str,
+                        conditioning_size: int) -> float:
         rule = self.params["est_width"]
         if rule == "manual":
             return 1.0 / self.params[width_param] ** 2
@@ -476,9 +486,16 @@ def _validated_settings(params: dict[str, Any]) -> dict[str, Any]:
     memory_mb = params.get("memory_mb", 256)
     if isinstance(memory_mb, bool) or not isinstance(memory_mb, int | float) or memory_mb < 0:
         raise HeuresisError(f"KCI memory_mb must be a number ≥ 0, got {memory_mb!r}")
+    width_scale = params.get("width_scale", 1.0)
+    if (isinstance(width_scale, bool) or not isinstance(width_scale, int | float)
+            or not math.isfinite(width_scale) or not width_scale > 0):
+        raise HeuresisError(f"KCI width_scale must be a finite number > 0, got {width_scale!r}")
+    # width_scale = 1 is left out of the settings, so the cache keys of default tests stay
+    scaled = {} if float(width_scale) == 1.0 else {"width_scale": float(width_scale)}
     return {
         "est_width": est_width,
         **widths,
         "truncate_spectrum": truncate,
         "memory_mb": float(memory_mb),
+        **scaled,
     }

@@ -1,5 +1,5 @@
 """Graph-level tools: reference algorithms (full or partial graphs), bootstrap stability,
-pairwise orientation probes, and the guided condition's deletion log.
+pairwise orientation probes, and the guided condition's deletion log and repair table.
 
 ``run_algorithm`` is seeded per instance, so the same call returns the same graph in any
 episode and its result is cached on disk across episodes and processes; ``stability`` and
@@ -8,7 +8,7 @@ episode and its result is cached on disk across episodes and processes; ``stabil
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field
@@ -34,7 +34,7 @@ from heuresis_env.env.toolbox.registry import (
 )
 from heuresis_env.env.toolbox.state import EpisodeState
 from heuresis_env.errors import HeuresisError
-from heuresis_env.evidence import bootstrap_edge_frequencies
+from heuresis_env.evidence import REPAIR_FEATURES, bootstrap_edge_frequencies
 from heuresis_env.seeding import MAX_INT31, int31_seed
 
 #: bump when the stability tool's cached output changes meaning
@@ -71,6 +71,11 @@ class StabilityArgs(ToolArgs):
 class PairProbeArgs(ToolArgs):
     x: VariableName
     y: VariableName
+
+
+class RepairEvidenceArgs(ToolArgs):
+    which: Literal["all", "deleted", "kept"] = Field(
+        "all", description="the pairs PC-KCI deleted, those it kept, or all pairs")
 
 
 def _format_params(params: dict[str, Any]) -> str:
@@ -207,6 +212,36 @@ def _deletion_log(state: EpisodeState, args: NoArgs) -> ToolResult:
         "deletions": [deletion.to_dict() for deletion in log]})
 
 
+def _repair_evidence(state: EpisodeState, args: RepairEvidenceArgs) -> ToolResult:
+    table = state.evidence.repair_evidence()
+    algorithms = table.settings.get("algorithms", [])
+    legend = [
+        "Repair evidence for PC-KCI's output (the starting graph): one row per pair, "
+        "computed from the data alone. S* is the set at which PC-KCI deleted the pair, or "
+        "for a kept pair the set it tested with the largest KCI p-value.",
+        "kci_p: KCI p-value at S*; kci{}: at the empty set; kciSmin/kciSmax: smallest/largest "
+        "KCI p-value over the subsets of S* (S* and {} included); fz_p, fzSmin, fzSmax: the "
+        "same with Fisher-z; kci.5w / kci2w: KCI at S* with half / twice the median-heuristic "
+        "kernel width; gcm_p: generalised "
+        "covariance measure at S* (cross-fitted nonparametric regressions); llgain+/-: "
+        "held-out log-likelihood gain per row of adding the edge, in its better and worse "
+        "direction, given PC-KCI's possible parents; votes: fraction of the reference "
+        f"algorithms ({', '.join(algorithms)}) that have the pair adjacent, then each one's "
+        "y/n; boot: PC-KCI's bootstrap adjacency frequency (- when not computed); cn: common "
+        "neighbours in PC-KCI's output.",
+        "", table.table_text(args.which)]
+    rows = []
+    for k, (i, j) in enumerate(table.pairs.tolist()):
+        rows.append({"pair": [state.names[i], state.names[j]],
+                     "reference_set": [state.names[v] for v in table.reference_sets[k]],
+                     **{f.name: (None if np.isnan(v) else float(v))
+                        for f, v in zip(REPAIR_FEATURES, table.values[k], strict=True)}})
+    if args.which != "all":
+        keep = args.which == "kept"
+        rows = [r for r in rows if bool(r["kept"]) == keep]
+    return ToolResult(text="\n".join(legend), data={"rows": rows, "settings": table.settings})
+
+
 register_tool(Tool(
     name="run_algorithm",
     description="Run a reference causal-discovery algorithm (PC with Fisher-z or KCI, GES, "
@@ -231,3 +266,11 @@ register_tool(Tool(
     description="The deletion log of PC-KCI, whose output is the starting graph of a guided "
                 "episode: every deleted pair with its conditioning set, p-value and statistic.",
     args_model=NoArgs, run=_deletion_log, category="algorithm", guided_only=True))
+register_tool(Tool(
+    name="repair_evidence",
+    description="Per-pair evidence about PC-KCI's decisions (the starting graph of a guided "
+                "episode): for every pair, deleted or kept, KCI and Fisher-z p-values at the "
+                "deciding set and its subsets, KCI at other kernel widths, a regression-based "
+                "test, a local-score gain of the edge, and which reference algorithms keep it.",
+    args_model=RepairEvidenceArgs, run=_repair_evidence, category="algorithm", minimal=False,
+    guided_only=True))

@@ -32,7 +32,8 @@ class CITestArgs(ToolArgs):
                                 description="the conditioning set (empty: marginal test)")
     method: str = Field("fisherz", max_length=32, description=(
         "fisherz (partial correlation), kci (kernel CI test), rcit / rcot (fast random-"
-        "feature kernel tests), dcor (distance correlation)"))
+        "feature kernel tests), dcor (distance correlation), gcm (generalised covariance "
+        "measure: cross-fitted nonparametric regressions on the conditioning set)"))
 
 
 def _describe_data(state: EpisodeState, args: NoArgs) -> ToolResult:

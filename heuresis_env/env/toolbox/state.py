@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 TARGETS = ("none", "cpdag", "dag")
 
 #: CI tests that draw random numbers take a seed; the toolbox seeds them per instance
-RANDOMIZED_CI_TESTS = ("rcit", "rcot", "dcor")
+RANDOMIZED_CI_TESTS = ("rcit", "rcot", "dcor", "gcm")
 #: CI "tests" that answer from the true graph: never offered to an agent
 ORACLE_CI_TESTS = ("dsep",)
 

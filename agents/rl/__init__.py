@@ -63,7 +63,13 @@ from agents.rl.policy import (
     policy_config,
     save,
 )
-from agents.rl.spaces import OBSERVATION_KEYS, ActionMasker, ObservationLayout, uses_orientations
+from agents.rl.spaces import (
+    FLAT_KEYS,
+    OBSERVATION_KEYS,
+    ActionMasker,
+    ObservationLayout,
+    uses_orientations,
+)
 from agents.rl.train import (
     CURVE_FILE,
     DEFAULT_HYPERPARAMETERS,
@@ -82,6 +88,7 @@ __all__ = [
     "CONFIG_FILE",
     "CURVE_FILE",
     "DEFAULT_HYPERPARAMETERS",
+    "FLAT_KEYS",
     "MODEL_FILE",
     "OBSERVATION_KEYS",
     "PAIR_OUTPUTS",

@@ -17,10 +17,10 @@ from sb3_contrib import MaskablePPO
 from stable_baselines3 import PPO
 
 from agents.checks import check_choice
-from agents.rl.spaces import OBSERVATION_KEYS, ActionMasker, uses_orientations
-from heuresis_env.env import RL_OPERATIONS, rl_action_table
+from agents.rl.spaces import FLAT_KEYS, ActionMasker, uses_orientations
+from heuresis_env.env import LAYOUT_KEYS, RL_OBSERVATION_LAYOUT, RL_OPERATIONS, rl_action_table
 from heuresis_env.errors import HeuresisError
-from heuresis_env.evidence import EVIDENCE_VERSION, FEATURE_NAMES
+from heuresis_env.evidence import EVIDENCE_VERSION, FEATURE_NAMES, REPAIR_FEATURE_NAMES
 from heuresis_env.policy import EpisodeSettings, Policy
 
 __all__ = [
@@ -79,6 +79,8 @@ class RLPolicy(Policy):
         self.name = name
         self.d = int(config["d"])
         self.flatten = bool(config["flatten"])
+        #: the observation layout the model was trained on (1 when policy.json predates it)
+        self.layout = int(config.get("observation_layout", 1))
         self.deterministic = bool(deterministic)
         self.seed = int(seed)
         self.settings = EpisodeSettings(max_steps=int(config.get("max_steps", 50)),
@@ -116,10 +118,11 @@ class RLPolicy(Policy):
 
     def action_probabilities(self, observation: dict[str, Any]) -> np.ndarray:
         """The model's action distribution restricted to the valid actions."""
-        model_input = observation
         if self.flatten:
-            model_input = np.concatenate([np.asarray(observation[key], dtype=np.float32)
-                                          .reshape(-1) for key in OBSERVATION_KEYS])
+            model_input: Any = np.concatenate([np.asarray(observation[key], dtype=np.float32)
+                                               .reshape(-1) for key in FLAT_KEYS[self.layout]])
+        else:  # a model of an older layout reads the keys it knows (unchanged since)
+            model_input = {key: observation[key] for key in LAYOUT_KEYS[self.layout]}
         policy = self.model.policy
         policy.set_training_mode(False)
         tensor, _ = policy.obs_to_tensor(model_input)
@@ -160,6 +163,8 @@ def policy_config(algo: str, architecture: str, family: str, d: int, n: int,
             "n": int(n), "guided": settings.guided, "target": settings.target,
             "max_steps": settings.max_steps, "flatten": algo == "ppo",
             "feature_names": list(FEATURE_NAMES), "evidence_version": EVIDENCE_VERSION,
+            "observation_layout": RL_OBSERVATION_LAYOUT,
+            "repair_feature_names": list(REPAIR_FEATURE_NAMES),
             **extra}
 
 
@@ -196,6 +201,16 @@ def load(path: str | os.PathLike | None = None, deterministic: bool = True, seed
                             "(algorithm, d, observation layout) and is written beside "
                             f"{MODEL_FILE} by agents.rl.train")
     config = json.loads(config_file.read_text(encoding="utf-8"))
+    layout = int(config.get("observation_layout", 1))
+    if layout not in LAYOUT_KEYS or layout > RL_OBSERVATION_LAYOUT:
+        raise HeuresisError(f"the model at {directory} was trained on RL observation layout "
+                            f"{layout}; this version of the RL view reads layouts "
+                            f"{sorted(LAYOUT_KEYS)} (current {RL_OBSERVATION_LAYOUT}); "
+                            "upgrade heuresis or retrain it")
+    if layout >= 2 and config.get("repair_feature_names") != list(REPAIR_FEATURE_NAMES):
+        raise HeuresisError(f"the model at {directory} (observation layout {layout}) was "
+                            f"trained on the repair features {config.get('repair_feature_names')}"
+                            f"; this version has {list(REPAIR_FEATURE_NAMES)}; retrain it")
     if config.get("feature_names") != list(FEATURE_NAMES):
         raise HeuresisError(f"the model at {directory} was trained on the evidence features "
                             f"{config.get('feature_names')}; this version of the RL view has "

@@ -13,14 +13,25 @@ import numpy as np
 from gymnasium import spaces
 
 from agents.checks import check_choice
-from heuresis_env.env import ACYCLIC_TARGETS, RL_OPERATIONS, TARGETS, rl_action_table
+from heuresis_env.env import (
+    ACYCLIC_TARGETS,
+    LAYOUT_KEYS,
+    RL_OBSERVATION_LAYOUT,
+    RL_OPERATIONS,
+    TARGETS,
+    rl_action_table,
+)
 from heuresis_env.errors import HeuresisError
-from heuresis_env.evidence import FEATURE_NAMES
+from heuresis_env.evidence import FEATURE_NAMES, REPAIR_FEATURE_NAMES
 
-__all__ = ["OBSERVATION_KEYS", "ActionMasker", "ObservationLayout", "uses_orientations"]
+__all__ = ["FLAT_KEYS", "OBSERVATION_KEYS", "ActionMasker", "ObservationLayout",
+           "uses_orientations"]
 
 #: RL-view observation keys in the order ``gymnasium.spaces.flatten`` concatenates them
-OBSERVATION_KEYS = ("adjacency", "budget_left", "evidence", "evidence_available")
+#: (sorted), per observation layout version
+FLAT_KEYS = {version: tuple(sorted(keys)) for version, keys in LAYOUT_KEYS.items()}
+#: the current layout's keys in flattening order
+OBSERVATION_KEYS = FLAT_KEYS[RL_OBSERVATION_LAYOUT]
 
 
 @dataclass(frozen=True)
@@ -29,6 +40,8 @@ class ObservationLayout:
 
     d: int
     n_features: int = len(FEATURE_NAMES)
+    version: int = RL_OBSERVATION_LAYOUT
+    n_repair: int = len(REPAIR_FEATURE_NAMES)
 
     @property
     def n_pairs(self) -> int:
@@ -38,8 +51,11 @@ class ObservationLayout:
     def sizes(self) -> dict[str, int]:
         """Sizes in the order ``gymnasium.spaces.flatten`` concatenates them (sorted keys)."""
         pair_values = self.n_pairs * self.n_features
-        sizes = (self.d * self.d, 1, pair_values, pair_values)
-        return dict(zip(OBSERVATION_KEYS, sizes))
+        repair_values = self.n_pairs * self.n_repair
+        sizes = {"adjacency": self.d * self.d, "budget_left": 1, "evidence": pair_values,
+                 "evidence_available": pair_values, "repair": repair_values,
+                 "repair_available": repair_values}
+        return {key: sizes[key] for key in FLAT_KEYS[self.version]}
 
     @property
     def flat_size(self) -> int:
@@ -55,18 +71,19 @@ class ObservationLayout:
                                     f"{sorted(space.spaces)}; expected adjacency, budget_left, "
                                     "evidence, evidence_available")
             d = math.isqrt(int(np.prod(space["adjacency"].shape)))
-            layout = cls(d, n_features)
+            layout = cls(d, n_features, 2 if "repair" in space.spaces else 1)
             if int(np.prod(space["evidence"].shape)) != layout.sizes["evidence"]:
                 raise HeuresisError("the observation's evidence does not hold "
                                     f"{n_features} features per pair of {d} variables")
             return layout
         if isinstance(space, spaces.Box) and len(space.shape) == 1:
-            for d in range(2, 200):
-                layout = cls(d, n_features)
-                if layout.flat_size == space.shape[0]:
-                    return layout
-                if layout.flat_size > space.shape[0]:
-                    break
+            for version in sorted(FLAT_KEYS, reverse=True):
+                for d in range(2, 200):
+                    layout = cls(d, n_features, version)
+                    if layout.flat_size == space.shape[0]:
+                        return layout
+                    if layout.flat_size > space.shape[0]:
+                        break
         raise HeuresisError(f"cannot read an RL-view layout from {space}; expected the RL "
                             "view's Dict space or its flattened Box")
 

@@ -223,18 +223,20 @@ def summarize(outcomes: Sequence[InstanceOutcome], n_resamples: int = 10_000) ->
 
 def train_classifier(families: Sequence[str], dev_count: int, kind: str = "boosting",
                      out_dir: str | Path | None = None, seed: int = 0,
-                     progress=None) -> dict[str, Any]:
+                     progress=None, d: int = 10, n: int = 600, folds: int = 5
+                     ) -> dict[str, Any]:
     """Fit the classifier on the first ``dev_count`` development instances of each family
     (computing or reading their evidence), with a grouped cross-validated report."""
     started = time.perf_counter()
-    records, _ = study(families, range(dev_count), "dev", progress=progress)
+    records, _ = study(families, range(dev_count), "dev", progress=progress, d=d, n=n)
     evidence_seconds = time.perf_counter() - started
     started = time.perf_counter()
-    oof = grouped_out_of_fold(records, kind, seed=seed)
+    oof = grouped_out_of_fold(records, kind, folds=folds, seed=seed)
     outcomes = repair_outcomes(records, oof)
     report: dict[str, Any] = {
         "classifier": kind, "settings": BOOSTING if kind == "boosting" else {},
         "features": list(MODEL_FEATURES), "families": list(families), "dev_count": dev_count,
+        "d": d, "n": n,
         "seed": seed, "cross_validated": {"all": summarize(outcomes)},
     }
     for family in families:
@@ -358,11 +360,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dev-count", type=int, default=20)
     parser.add_argument("--classifier", default="boosting", choices=CLASSIFIERS)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--d", type=int, default=10)
+    parser.add_argument("--n", type=int, default=600)
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     families = available_families() if args.families == "all" else args.families.split(",")
     report = train_classifier(families, args.dev_count, args.classifier, args.out, args.seed,
-                              progress=lambda m: print(m, file=sys.stderr, flush=True))
+                              progress=lambda m: print(m, file=sys.stderr, flush=True),
+                              d=args.d, n=args.n)
     for name, summary in report["cross_validated"].items():
         gain = summary["gain"]
         print(f"{name}: F1 {summary['f1_start']:.3f} -> {summary['f1_repaired']:.3f} "

@@ -176,15 +176,15 @@ def cost_table(costs: Sequence[InstanceCost]) -> str:
 
 
 def study(families: Iterable[str], indices: Iterable[int], split: str = "dev",
-          salt: str | None = None, progress=None, **options) -> tuple[list[PairRecord],
-                                                                   list[InstanceCost]]:
+          salt: str | None = None, progress=None, d: int = 10, n: int = 600,
+          **options) -> tuple[list[PairRecord], list[InstanceCost]]:
     """Records and costs of ``indices`` of every family (instances interleaved by index)."""
     records, costs = [], []
     families = list(families)
     for index in indices:
         for family in families:
             started = time.perf_counter()
-            key = InstanceKey(family, split, int(index), d=10, n=600)
+            key = InstanceKey(family, split, int(index), d=d, n=n)
             found, cost = repair_records(key, salt, **options)
             records += found
             costs.append(cost)

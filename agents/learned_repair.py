@@ -219,6 +219,72 @@ def summarize(outcomes: Sequence[InstanceOutcome], n_resamples: int = 10_000) ->
     }
 
 
+def bca_choices(path: str | Path) -> dict[str, str]:
+    """BCA_φ per family from a ``heuresis baselines --json`` file (baselines/data/...)."""
+    tables = json.loads(Path(path).read_text(encoding="utf-8"))["tables"]
+    return {table["family"]: table["bca"] for table in tables}
+
+
+def algorithm_f1(records: Sequence[PairRecord], algorithm: str) -> dict[str, float]:
+    """Each instance's adjacency F1 of one reference algorithm's output, read from the repair
+    table (``pc-kci`` is PC-KCI's own output, the ``kept`` column)."""
+    from heuresis_env.studies.repair_signals import STUDY_FEATURES
+
+    name = "kept" if algorithm == "pc-kci" else f"keeps_{algorithm.replace('-', '_')}"
+    if name not in STUDY_FEATURES:
+        raise HeuresisError(f"{algorithm!r} is not a column of the repair table")
+    column = STUDY_FEATURES.index(name)
+    by_instance: dict[str, tuple[list[float], list[bool]]] = {}
+    for record in records:
+        values, truth = by_instance.setdefault(record.instance, ([], []))
+        values.append(record.values[column])
+        truth.append(record.true_edge)
+    out = {}
+    for instance, (values, truth) in by_instance.items():
+        if np.any(np.isnan(values)):
+            raise HeuresisError(f"{algorithm} did not run on {instance}; no F1 to compare")
+        out[instance] = adjacency_f1(np.array(values) == 1, np.array(truth))
+    return out
+
+
+def evaluate_split(model: Any, families: Sequence[str], split: str = "test", count: int = 32,
+                   salt: str | None = None, bca: dict[str, str] | None = None,
+                   n_resamples: int = 10_000, progress=None) -> dict[str, Any]:
+    """The repaired F1 against PC-KCI and BCA_φ on ``count`` instances of each family.
+
+    Computed from each instance's repair table and hidden record, the same decisions the
+    ``learned-repair`` policy makes in an episode (a test checks that the two agree).
+    """
+    from heuresis_env.metrics import paired_bootstrap
+
+    out: dict[str, Any] = {"split": split, "salted": salt is not None, "count": count,
+                           "families": {}}
+    for family in families:
+        records, _ = study([family], range(count), split, salt, progress=progress)
+        outcomes = repair_outcomes(records,
+                                   model.predict_proba(feature_matrix(records))[:, 1])
+        row = summarize(outcomes, n_resamples)
+        repaired = [o.f1_repaired for o in outcomes]
+        choice = (bca or {}).get(family, "pc-kci")
+        bca_f1 = algorithm_f1(records, choice)
+        versus_bca = paired_bootstrap(repaired, [bca_f1[o.instance] for o in outcomes],
+                                      n_resamples=n_resamples)
+        row.update(bca=choice, f1_bca=float(np.mean(list(bca_f1.values()))),
+                   gain_vs_bca=[versus_bca.mean, versus_bca.low, versus_bca.high],
+                   per_instance=[{"instance": o.instance, "f1_start": o.f1_start,
+                                  "f1_repaired": o.f1_repaired, "f1_bca": bca_f1[o.instance],
+                                  "restored": o.restored, "restored_true": o.restored_true,
+                                  "removed": o.removed, "removed_false": o.removed_false}
+                                 for o in outcomes])
+        out["families"][family] = row
+    everything = [r for row in out["families"].values() for r in row["per_instance"]]
+    if everything:
+        pooled = paired_bootstrap([r["f1_repaired"] for r in everything],
+                                  [r["f1_bca"] for r in everything], n_resamples=n_resamples)
+        out["all_families_gain_vs_bca"] = [pooled.mean, pooled.low, pooled.high]
+    return out
+
+
 # ---- training, saving, loading ----------------------------------------------------------------
 
 def train_classifier(families: Sequence[str], dev_count: int, kind: str = "boosting",

@@ -63,7 +63,7 @@ from heuresis_env.evidence.store import cached_evidence
 from heuresis_env.seeding import instance_rng, int31_seed
 
 #: bump when a repair feature's computation changes (it is part of the cache key)
-REPAIR_EVIDENCE_VERSION = 1
+REPAIR_EVIDENCE_VERSION = 2
 #: reference algorithms whose adjacency can be a feature (default parameters, instance seed)
 REFERENCE_ALGORITHMS = ("ges", "grasp", "boss", "notears-mlp", "direct-lingam", "fci")
 #: those run by default: NOTEARS-MLP is left out, it alone costs 15–40 s per instance at
@@ -137,8 +137,10 @@ class RepairEvidence:
     """The repair table of one instance: one row per unordered pair (i < j).
 
     ``values[k, f]`` is feature f (:data:`REPAIR_FEATURE_NAMES`) of pair k, nan when missing;
-    ``reference_sets[k]`` is the pair's S* (column indices); ``seconds`` the time spent per
-    cost group; ``settings`` what was computed (algorithms, bootstraps, widths).
+    ``reference_sets[k]`` is the pair's S* (column indices); ``seconds`` the CPU seconds
+    spent per cost group (one core: BLAS runs one thread) and ``wall_seconds`` the elapsed
+    time (larger on a loaded machine); a group read from a cache (PC's KCI tests, the
+    reference algorithms' outputs) costs what reading it cost; ``settings`` what was computed.
     """
 
     names: tuple[str, ...]
@@ -147,6 +149,7 @@ class RepairEvidence:
     values: np.ndarray
     reference_sets: tuple
     seconds: dict[str, float]
+    wall_seconds: dict[str, float] = field(default_factory=dict)
     settings: dict = field(default_factory=dict)
 
     def column(self, name: str) -> np.ndarray:
@@ -224,6 +227,16 @@ def _count(value: float) -> str:
     return " -" if math.isnan(value) else f"{int(value):2d}"
 
 
+def _clock() -> tuple[float, float]:
+    return time.process_time(), time.perf_counter()
+
+
+def _lap(started: tuple[float, float], group: str, cpu: dict[str, float],
+         wall: dict[str, float]) -> None:
+    cpu[group] = time.process_time() - started[0]
+    wall[group] = time.perf_counter() - started[1]
+
+
 def _subsets(conditioning: tuple[int, ...]) -> list[tuple[int, ...]]:
     return [s for size in range(len(conditioning) + 1)
             for s in itertools.combinations(conditioning, size)]
@@ -289,13 +302,14 @@ def _compute(data: np.ndarray, names: Sequence[str], sha256: str, guided: Guided
     column = {name: k for k, name in enumerate(names)}
     pairs = unordered_pairs(d)
     seconds: dict[str, float] = {}
+    wall: dict[str, float] = {}
     values = np.full((len(pairs), len(REPAIR_FEATURES)), np.nan)
     index = {name: k for k, name in enumerate(REPAIR_FEATURE_NAMES)}
 
     def put(row: int, name: str, value: float) -> None:
         values[row, index[name]] = value
 
-    started = time.perf_counter()
+    started = _clock()
     guided = guided if guided is not None else guided_start(data, names, sha256)
     skeleton = guided.graph.skeleton()
     kci = make_ci_test("kci", data)
@@ -306,17 +320,17 @@ def _compute(data: np.ndarray, names: Sequence[str], sha256: str, guided: Guided
         put(row, "set_size", float(len(conditioning)))
         put(row, "kci_p", p)
         put(row, "common_neighbours", float(np.sum(skeleton[i] & skeleton[j])))
-    seconds["pc"] = time.perf_counter() - started
+    _lap(started, "pc", seconds, wall)
 
-    started = time.perf_counter()
+    started = _clock()
     for row, ((i, j), (conditioning, _)) in enumerate(zip(pairs.tolist(), references)):
         p_values = [_safe_p(kci, i, j, s) for s in _subsets(conditioning)]
         put(row, "kci_p_empty", p_values[0])
         put(row, "kci_p_subsets_min", float(np.nanmin(p_values)))
         put(row, "kci_p_subsets_max", float(np.nanmax(p_values)))
-    seconds["kci_subsets"] = time.perf_counter() - started
+    _lap(started, "kci_subsets", seconds, wall)
 
-    started = time.perf_counter()
+    started = _clock()
     fisherz = make_ci_test("fisherz", data)
     for row, ((i, j), (conditioning, _)) in enumerate(zip(pairs.tolist(), references)):
         p_values = np.array([_safe_p(fisherz, i, j, s) for s in _subsets(conditioning)])
@@ -324,22 +338,22 @@ def _compute(data: np.ndarray, names: Sequence[str], sha256: str, guided: Guided
         if not np.all(np.isnan(p_values)):
             put(row, "fisherz_p_subsets_min", float(np.nanmin(p_values)))
             put(row, "fisherz_p_subsets_max", float(np.nanmax(p_values)))
-    seconds["fisherz"] = time.perf_counter() - started
+    _lap(started, "fisherz", seconds, wall)
 
-    started = time.perf_counter()
+    started = _clock()
     for scale, name in zip(WIDTH_SCALES, ("kci_p_narrow", "kci_p_wide"), strict=True):
         test = make_ci_test("kci", data, est_width="median", width_scale=scale)
         for row, ((i, j), (conditioning, _)) in enumerate(zip(pairs.tolist(), references)):
             put(row, name, _safe_p(test, i, j, conditioning))
-    seconds["kci_widths"] = time.perf_counter() - started
+    _lap(started, "kci_widths", seconds, wall)
 
-    started = time.perf_counter()
+    started = _clock()
     gcm = make_ci_test("gcm", data, seed=int31_seed(sha256))
     for row, ((i, j), (conditioning, _)) in enumerate(zip(pairs.tolist(), references)):
         put(row, "gcm_p", _safe_p(gcm, i, j, conditioning))
-    seconds["gcm"] = time.perf_counter() - started
+    _lap(started, "gcm", seconds, wall)
 
-    started = time.perf_counter()
+    started = _clock()
     marks = guided.graph
     possible_parents = skeleton & ~marks.directed_adjacency().T  # [k, j]: k → j or k — j
     fitter = gcm.fitter
@@ -351,12 +365,13 @@ def _compute(data: np.ndarray, names: Sequence[str], sha256: str, guided: Guided
             gains.append(fitter.log_likelihood_gain(effect, parents, cause))
         put(row, "ll_gain_max", max(gains))
         put(row, "ll_gain_min", min(gains))
-    seconds["local_score"] = time.perf_counter() - started
+    _lap(started, "local_score", seconds, wall)
 
-    started = time.perf_counter()
+    started = _clock()
     algorithms = tuple(algorithms)
     votes = np.zeros(len(pairs))
     ran = 0
+    algorithm_seconds = {}
     for algorithm in algorithms:
         name = f"keeps_{algorithm.replace('-', '_')}"
         if name not in index:
@@ -364,6 +379,7 @@ def _compute(data: np.ndarray, names: Sequence[str], sha256: str, guided: Guided
                                 f"table; known: {list(REFERENCE_ALGORITHMS)}")
         result = cached_run_algorithm(algorithm, data, names, sha256, {}, None,
                                       int31_seed(sha256))
+        algorithm_seconds[algorithm] = float(result.runtime_seconds)
         graph = result.full_graph(names) if result.ok else None
         if graph is None:
             continue
@@ -373,9 +389,9 @@ def _compute(data: np.ndarray, names: Sequence[str], sha256: str, guided: Guided
         votes += adjacency
     if ran:
         values[:, index["reference_votes"]] = votes / ran
-    seconds["algorithms"] = time.perf_counter() - started
+    _lap(started, "algorithms", seconds, wall)
 
-    started = time.perf_counter()
+    started = _clock()
     if bootstraps:
         frequencies, _, _ = bootstrap_edge_frequencies(
             data, int(bootstraps), BOOTSTRAP_FRACTION, instance_rng(sha256, "pc-kci-bootstrap"),
@@ -383,11 +399,13 @@ def _compute(data: np.ndarray, names: Sequence[str], sha256: str, guided: Guided
                                                                   disk_cache=False),
                               alpha=guided.alpha).skeleton)
         values[:, index["pc_kci_bootstrap"]] = frequencies[pairs[:, 0], pairs[:, 1]]
-    seconds["bootstrap"] = time.perf_counter() - started
+    _lap(started, "bootstrap", seconds, wall)
     return RepairEvidence(
         names=names, sha256=sha256, pairs=pairs, values=values,
         reference_sets=tuple(tuple(r[0]) for r in references), seconds=seconds,
+        wall_seconds=wall,
         settings={"algorithms": list(algorithms), "bootstraps": int(bootstraps),
+                  "algorithm_seconds": algorithm_seconds,
                   "bootstrap_fraction": BOOTSTRAP_FRACTION, "width_scales": list(WIDTH_SCALES),
                   "alpha": guided.alpha, "n": n, "d": d})
 

@@ -93,7 +93,11 @@ def test_toolbox_levels_follow_the_spec():
     minimal = {t.name for t in toolbox.available_tools("minimal", False)}
     guided = {t.name for t in toolbox.available_tools("full", True)}
     assert full - minimal == {"run_code", "stability", "orientation_probe"}
-    assert guided - full == {"deletion_log"}
+    # the guided condition adds the deletion log and (full toolbox) the repair table of
+    # PC-KCI's output (issue 12: the table the RL view's observation layout 2 carries)
+    assert guided - full == {"deletion_log", "repair_evidence"}
+    guided_minimal = {t.name for t in toolbox.available_tools("minimal", True)}
+    assert guided_minimal - minimal == {"deletion_log"}
     spec_tools = {"describe_data", "ci_test", "run_algorithm", "stability", "orientation_probe",
                   "run_code", "deletion_log", "add_edge", "remove_edge", "orient_edge",
                   "reverse_edge", "set_graph", "submit", "save_graph", "load_graph",
@@ -239,6 +243,7 @@ def _tool_actions(names: tuple[str, ...]) -> list[dict]:
         {"tool": "stability", "args": {"n_boot": 3}},
         {"tool": "orientation_probe", "args": {"x": x, "y": y}},
         {"tool": "deletion_log"},
+        {"tool": "repair_evidence", "args": {"which": "deleted"}},
         {"tool": "show_graph"},
         {"tool": "add_edge", "args": {"x": x, "y": y}},
         {"tool": "add_edge", "args": {"x": y, "y": z, "directed": False}},

@@ -45,8 +45,10 @@ SHIPPED_MODEL_DIR = Path(__file__).resolve().parent / "data" / "learned_repair"
 MODEL_FILE = "model.pkl"
 REPORT_FILE = "report.json"
 CLASSIFIERS = ("boosting", "logistic")
-#: the classifier's inputs: the repair table's columns (the table the tool shows)
-MODEL_FEATURES = REPAIR_FEATURE_NAMES
+#: the classifier's inputs: the columns of the default repair table (the table the tool
+#: shows); NOTEARS-MLP's vote and PC-KCI's bootstrap frequency are not computed by default
+MODEL_FEATURES = tuple(name for name in REPAIR_FEATURE_NAMES
+                       if name not in ("keeps_notears_mlp", "pc_kci_bootstrap"))
 #: gradient-boosting settings (fixed in advance, not tuned on any split)
 BOOSTING = {"max_iter": 300, "learning_rate": 0.05, "max_leaf_nodes": 15,
             "min_samples_leaf": 20, "l2_regularization": 1.0}
@@ -85,7 +87,8 @@ def adjacency_f1(predicted: np.ndarray, truth: np.ndarray) -> float:
 # ---- the classifier -------------------------------------------------------------------------
 
 def feature_matrix(records: Sequence[PairRecord]) -> np.ndarray:
-    columns = [i for i, name in enumerate(_study_features()) if name in MODEL_FEATURES]
+    """The classifier's inputs (:data:`MODEL_FEATURES`) of each record, in that order."""
+    columns = [_study_features().index(name) for name in MODEL_FEATURES]
     return np.array([[r.values[c] for c in columns] for r in records], dtype=np.float64)
 
 
@@ -121,24 +124,58 @@ def _logit_p_values(x: np.ndarray) -> np.ndarray:
     from heuresis_env.evidence import REPAIR_FEATURES
 
     out = np.array(x, dtype=np.float64, copy=True)
-    for column, feature in enumerate(f for f in REPAIR_FEATURES if f.name in MODEL_FEATURES):
-        if feature.scale == "p":
+    scales = {f.name: f.scale for f in REPAIR_FEATURES}
+    for column, name in enumerate(MODEL_FEATURES):
+        if scales[name] == "p":
             out[:, column] = -np.log10(np.clip(out[:, column], 1e-300, 1.0))
     return out
 
 
+class RepairClassifier:
+    """The classifier with its inputs: the repair table's :data:`MODEL_FEATURES` and, with
+    ``family_features``, a one-hot of the family (public: it names the environment, and
+    reference votes mean different things in linear and non-linear families)."""
+
+    def __init__(self, kind: str = "boosting", family_features: bool = False, seed: int = 0):
+        make_classifier(kind, seed)  # unknown kinds fail here
+        self.kind, self.family_features, self.seed = kind, bool(family_features), int(seed)
+        self.families = tuple(available_families())
+        self.model: Any = None
+
+    def inputs(self, x: np.ndarray, families: Sequence[str]) -> np.ndarray:
+        if not self.family_features:
+            return x
+        onehot = np.array([[float(f == g) for g in self.families] for f in families])
+        return np.hstack([x, onehot.reshape(len(x), len(self.families))])
+
+    def fit(self, records: Sequence[PairRecord]) -> RepairClassifier:
+        y = np.array([r.true_edge for r in records], dtype=int)
+        x = self.inputs(feature_matrix(records), [r.family for r in records])
+        self.model = make_classifier(self.kind, self.seed).fit(x, y)
+        return self
+
+    def probabilities(self, x: np.ndarray, families: Sequence[str]) -> np.ndarray:
+        """P(true edge) for each row of repair-table features (:data:`MODEL_FEATURES`)."""
+        if self.model is None:
+            raise HeuresisError("the repair classifier is not fitted")
+        return self.model.predict_proba(self.inputs(np.asarray(x, np.float64), families))[:, 1]
+
+    def predict_records(self, records: Sequence[PairRecord]) -> np.ndarray:
+        return self.probabilities(feature_matrix(records), [r.family for r in records])
+
+
 def grouped_out_of_fold(records: Sequence[PairRecord], kind: str = "boosting",
-                        folds: int = 5, seed: int = 0) -> np.ndarray:
+                        folds: int = 5, seed: int = 0,
+                        family_features: bool = False) -> np.ndarray:
     """Each pair's probability from a model fitted without its instance (GroupKFold)."""
     from sklearn.model_selection import GroupKFold
 
-    x = feature_matrix(records)
-    y = np.array([r.true_edge for r in records], dtype=int)
     groups = np.array([r.instance for r in records])
     out = np.full(len(records), np.nan)
-    for train, held in GroupKFold(n_splits=folds).split(x, y, groups):
-        model = make_classifier(kind, seed).fit(x[train], y[train])
-        out[held] = model.predict_proba(x[held])[:, 1]
+    for train, held in GroupKFold(n_splits=folds).split(groups, groups=groups):
+        classifier = RepairClassifier(kind, family_features, seed)
+        classifier.fit([records[k] for k in train])
+        out[held] = classifier.predict_records([records[k] for k in held])
     return out
 
 
@@ -261,8 +298,7 @@ def evaluate_split(model: Any, families: Sequence[str], split: str = "test", cou
                            "families": {}}
     for family in families:
         records, _ = study([family], range(count), split, salt, progress=progress)
-        outcomes = repair_outcomes(records,
-                                   model.predict_proba(feature_matrix(records))[:, 1])
+        outcomes = repair_outcomes(records, model.predict_records(records))
         row = summarize(outcomes, n_resamples)
         repaired = [o.f1_repaired for o in outcomes]
         choice = (bca or {}).get(family, "pc-kci")
@@ -289,29 +325,28 @@ def evaluate_split(model: Any, families: Sequence[str], split: str = "test", cou
 
 def train_classifier(families: Sequence[str], dev_count: int, kind: str = "boosting",
                      out_dir: str | Path | None = None, seed: int = 0,
-                     progress=None, d: int = 10, n: int = 600, folds: int = 5
-                     ) -> dict[str, Any]:
+                     progress=None, d: int = 10, n: int = 600, folds: int = 5,
+                     family_features: bool = False) -> dict[str, Any]:
     """Fit the classifier on the first ``dev_count`` development instances of each family
     (computing or reading their evidence), with a grouped cross-validated report."""
     started = time.perf_counter()
     records, _ = study(families, range(dev_count), "dev", progress=progress, d=d, n=n)
     evidence_seconds = time.perf_counter() - started
     started = time.perf_counter()
-    oof = grouped_out_of_fold(records, kind, folds=folds, seed=seed)
+    oof = grouped_out_of_fold(records, kind, folds=folds, seed=seed,
+                              family_features=family_features)
     outcomes = repair_outcomes(records, oof)
     report: dict[str, Any] = {
         "classifier": kind, "settings": BOOSTING if kind == "boosting" else {},
-        "features": list(MODEL_FEATURES), "families": list(families), "dev_count": dev_count,
-        "d": d, "n": n,
+        "features": list(MODEL_FEATURES), "family_features": bool(family_features),
+        "families": list(families), "dev_count": dev_count, "d": d, "n": n,
         "seed": seed, "cross_validated": {"all": summarize(outcomes)},
     }
     for family in families:
         mine = [o for o in outcomes if o.family == family]
         if mine:
             report["cross_validated"][family] = summarize(mine)
-    x = feature_matrix(records)
-    y = np.array([r.true_edge for r in records], dtype=int)
-    model = make_classifier(kind, seed).fit(x, y)
+    model = RepairClassifier(kind, family_features, seed).fit(records)
     report["training_seconds"] = time.perf_counter() - started
     report["evidence_seconds"] = evidence_seconds
     if out_dir is not None:
@@ -333,7 +368,7 @@ def save_classifier(model: Any, report: dict[str, Any], out_dir: str | Path) -> 
     return out
 
 
-def load_classifier(path: str | Path | None = None) -> Any:
+def load_classifier(path: str | Path | None = None) -> RepairClassifier:
     """The fitted classifier saved in ``path`` (default: the shipped one)."""
     directory = Path(SHIPPED_MODEL_DIR if path is None else path)
     file = directory / MODEL_FILE if directory.is_dir() else directory
@@ -362,7 +397,7 @@ class LearnedRepairPolicy(Policy):
     name = "learned-repair"
     interface = "text"
 
-    def __init__(self, model: Any):
+    def __init__(self, model: RepairClassifier):
         self.model = model
         self._plan: list[dict[str, Any]] = []
         self._stage = "read"
@@ -373,6 +408,7 @@ class LearnedRepairPolicy(Policy):
             raise HeuresisError("learned-repair edits PC-KCI's output: run it in the guided "
                                 "condition (guided=True)")
         self._plan, self._stage, self.decisions = [], "read", []
+        self.family = str((info.get("instance") or {}).get("family", ""))
 
     def act(self, observation: Any, info: dict[str, Any]) -> Any:
         if self._stage == "read":
@@ -393,7 +429,7 @@ class LearnedRepairPolicy(Policy):
     def _decide(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         x = np.array([[np.nan if row[f] is None else row[f] for f in MODEL_FEATURES]
                       for row in rows], dtype=np.float64)
-        q = self.model.predict_proba(x)[:, 1]
+        q = self.model.probabilities(x, [self.family] * len(rows))
         selected, f1_star, threshold = expected_f1_selection(q)
         edits = []
         for row, probability, chosen in zip(rows, q, selected, strict=True):
@@ -425,6 +461,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--families", default="all")
     parser.add_argument("--dev-count", type=int, default=20)
     parser.add_argument("--classifier", default="boosting", choices=CLASSIFIERS)
+    parser.add_argument("--family-features", action="store_true",
+                        help="also give the classifier the family (one-hot)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--d", type=int, default=10)
     parser.add_argument("--n", type=int, default=600)
@@ -433,7 +471,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     families = available_families() if args.families == "all" else args.families.split(",")
     report = train_classifier(families, args.dev_count, args.classifier, args.out, args.seed,
                               progress=lambda m: print(m, file=sys.stderr, flush=True),
-                              d=args.d, n=args.n)
+                              d=args.d, n=args.n, family_features=args.family_features)
     for name, summary in report["cross_validated"].items():
         gain = summary["gain"]
         print(f"{name}: F1 {summary['f1_start']:.3f} -> {summary['f1_repaired']:.3f} "

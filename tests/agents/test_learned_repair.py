@@ -10,7 +10,6 @@ import pytest
 from agents.learned_repair import (
     LearnedRepairPolicy,
     expected_f1_selection,
-    feature_matrix,
     load_classifier,
     load_learned_repair,
     repair_outcomes,
@@ -41,7 +40,7 @@ def test_training_writes_a_model_and_a_grouped_cross_validated_report(trained):
     assert 0 <= summary["f1_start"] <= 1 and len(summary["gain"]) == 3
     assert set(report["cross_validated"]) == {"all", "wild", "hetero"}
     model = load_classifier(out)
-    assert hasattr(model, "predict_proba")
+    assert model.kind == "logistic" and model.model is not None
     with pytest.raises(HeuresisError, match="no learned-repair model"):
         load_classifier(out / "missing")
 
@@ -55,7 +54,7 @@ def test_the_policy_edits_exactly_what_the_rule_decides(trained):
     env = gym.make(env_id("wild"), guided=True, split="test", max_steps=50, max_seconds=None,
                    indices=[0, 1, 2], **SMALL)
     records, _ = study(["wild"], [0, 1, 2], "test", d=5, n=200)
-    probabilities = policy.model.predict_proba(feature_matrix(records))[:, 1]
+    probabilities = policy.model.predict_records(records)
     offline = {o.instance: o for o in repair_outcomes(records, probabilities)}
     for index in range(3):
         result = run_episode(env, policy, seed=index, options={"index": index})
@@ -82,7 +81,7 @@ def test_learned_repair_beats_the_guided_start_on_held_out_wild_instances(tmp_pa
     report = train_classifier(["wild"], 40, "boosting", tmp_path, d=10, n=100)
     model = load_classifier(tmp_path)
     records, _ = study(["wild"], range(32), "test", d=10, n=100)
-    outcomes = repair_outcomes(records, model.predict_proba(feature_matrix(records))[:, 1])
+    outcomes = repair_outcomes(records, model.predict_records(records))
     summary = summarize(outcomes)
     assert summary["instances"] == 32
     assert summary["gain"][1] > 0, (summary, report["cross_validated"]["all"])

@@ -456,8 +456,34 @@ def load_learned_repair(path: str | Path | None = None) -> LearnedRepairPolicy:
     return LearnedRepairPolicy(load_classifier(path))
 
 
+def evaluation_table(result: dict[str, Any]) -> str:
+    """A markdown table of :func:`evaluate_split`'s result, one row per family."""
+    lines = ["| family | PC-KCI | BCA_φ | learned-repair | Δ vs PC-KCI [95%] | Δʳ vs BCA_φ [95%] "
+             "| restored (true) | removed (false) | oracle |", "|---" * 9 + "|"]
+    for family, row in result["families"].items():
+        gain, versus = row["gain"], row["gain_vs_bca"]
+        restored_true = sum(r["restored_true"] for r in row["per_instance"])
+        removed_false = sum(r["removed_false"] for r in row["per_instance"])
+        lines.append(
+            f"| {family} | {row['f1_start']:.3f} | {row['bca']} {row['f1_bca']:.3f} | "
+            f"{row['f1_repaired']:.3f} | {gain[0]:+.3f} [{gain[1]:+.3f}, {gain[2]:+.3f}] | "
+            f"{versus[0]:+.3f} [{versus[1]:+.3f}, {versus[2]:+.3f}] | {row['restored']} "
+            f"({restored_true}) | {row['removed']} ({removed_false}) | {row['f1_oracle']:.3f} |")
+    pooled = result.get("all_families_gain_vs_bca")
+    if pooled:
+        lines.append(f"\nAll families, Δʳ vs BCA_φ: {pooled[0]:+.3f} [{pooled[1]:+.3f}, "
+                     f"{pooled[2]:+.3f}] ({result['count']} instances per family, "
+                     f"split {result['split']}{', salted' if result['salted'] else ''}).")
+    return "\n".join(lines)
+
+
+#: the shipped BCA_φ selection at d = 10, n = 600 (written by `heuresis baselines --json`)
+BCA_FILE = Path(__file__).resolve().parents[1] / "baselines" / "data" / "bca_selection_d10_n600.json"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Train the learned-repair classifier.")
+    parser = argparse.ArgumentParser(description="Train or evaluate the learned-repair "
+                                                 "classifier.")
     parser.add_argument("--families", default="all")
     parser.add_argument("--dev-count", type=int, default=20)
     parser.add_argument("--classifier", default="boosting", choices=CLASSIFIERS)
@@ -466,12 +492,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--d", type=int, default=10)
     parser.add_argument("--n", type=int, default=600)
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--out", help="train: write the model here")
+    parser.add_argument("--evaluate", metavar="SPLIT",
+                        help="evaluate the model at --model (default: the shipped one) on the "
+                             "first --count instances of SPLIT ($HEURESIS_TEST_SALT seals test)")
+    parser.add_argument("--model", help="the model directory to evaluate")
+    parser.add_argument("--count", type=int, default=32)
+    parser.add_argument("--json", help="evaluate: write the full result here")
     args = parser.parse_args(argv)
     families = available_families() if args.families == "all" else args.families.split(",")
+    say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    if args.evaluate:
+        import os
+
+        salt = os.environ.get("HEURESIS_TEST_SALT") or None
+        bca = bca_choices(BCA_FILE) if BCA_FILE.is_file() else None
+        result = evaluate_split(load_classifier(args.model), families, args.evaluate,
+                                args.count, salt if args.evaluate == "test" else None, bca,
+                                progress=say)
+        if args.json:
+            Path(args.json).write_text(json.dumps(result, indent=2), encoding="utf-8")
+        print(evaluation_table(result))
+        return 0
+    if not args.out:
+        parser.error("--out is needed to train (or give --evaluate SPLIT)")
     report = train_classifier(families, args.dev_count, args.classifier, args.out, args.seed,
-                              progress=lambda m: print(m, file=sys.stderr, flush=True),
-                              d=args.d, n=args.n, family_features=args.family_features)
+                              progress=say, d=args.d, n=args.n,
+                              family_features=args.family_features)
     for name, summary in report["cross_validated"].items():
         gain = summary["gain"]
         print(f"{name}: F1 {summary['f1_start']:.3f} -> {summary['f1_repaired']:.3f} "

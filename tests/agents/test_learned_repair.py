@@ -19,7 +19,7 @@ from agents.learned_repair import (
 from heuresis_env.errors import HeuresisError
 from heuresis_env.policy import EpisodeSettings, run_episode
 from heuresis_env.registration import env_id, register_envs
-from heuresis_env.studies.repair_signals import study
+from heuresis_env.studies import study
 
 register_envs()
 SMALL = {"d": 5, "n": 200}

@@ -9,12 +9,15 @@ import json
 import pickle
 import zipfile
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
 from agents.rl import (
     ALGORITHMS,
+    FLAT_KEYS,
     MODEL_FILE,
+    OBSERVATION_KEYS,
     SHIPPED_MODEL_DIR,
     PairwiseMaskablePolicy,
     RLPolicy,
@@ -23,10 +26,12 @@ from agents.rl import (
     load,
     save,
 )
+from heuresis_env.errors import HeuresisError
 from heuresis_env.evidence import guided_start
 from heuresis_env.generation.instances import InstanceKey, generate_instance
 from heuresis_env.metrics import adjacency_f1
 from heuresis_env.policy import EpisodeSettings, run_episode
+from heuresis_env.registration import env_id
 from tests.agents.rl.rl_fixtures import SETTINGS, TINY, MaskAudit, rl_env, tiny_model
 
 
@@ -94,3 +99,28 @@ def test_shipped_model_loads_through_the_class_path_its_archive_names():
     policy = load()
     assert type(policy.model.policy) is PairwiseMaskablePolicy
     assert policy.d == 10 and policy.config["architecture"] == "pairwise"
+
+
+def test_a_layout_1_model_acts_on_a_layout_2_observation():
+    """The shipped model predates the repair table (layout 1): it reads the keys it knows."""
+    policy = load()
+    assert policy.layout == 1 and set(OBSERVATION_KEYS) - set(FLAT_KEYS[1]) == {
+        "repair", "repair_available"}
+    env = gym.make(env_id("wild"), interface="rl", guided=True, d=10, n=200, indices=[0])
+    observation, info = env.reset(seed=0)
+    assert "repair" in observation
+    policy.reset(observation, info)
+    probabilities = policy.action_probabilities(observation)
+    assert probabilities.sum() == pytest.approx(1.0)
+    assert np.all(probabilities[~env.unwrapped.action_masks()] == 0)
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"observation_layout": 99}, "observation layout 99"),
+    ({"repair_feature_names": ["gone"]}, "repair features"),
+])
+def test_a_model_of_an_unknown_layout_is_refused_by_name(change, message, tmp_path):
+    model, config = tiny_model("maskable_ppo")
+    save(model, {**config, **change}, tmp_path)
+    with pytest.raises(HeuresisError, match=message):
+        load(tmp_path)

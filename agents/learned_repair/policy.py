@@ -1,0 +1,86 @@
+"""The ``learned-repair`` policy: reads the ``repair_evidence`` table, scores every pair with
+the classifier and edits PC-KCI's output by the expected-F1 rule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agents.learned_repair.classifier import MODEL_FEATURES, RepairClassifier, load_classifier
+from agents.learned_repair.rule import expected_f1_selection
+from heuresis_env.errors import HeuresisError
+from heuresis_env.policy import Policy
+
+__all__ = ["LearnedRepairPolicy", "load_learned_repair"]
+
+
+class LearnedRepairPolicy(Policy):
+    """Reads the ``repair_evidence`` table (guided condition), scores every pair with the
+    classifier, and edits PC-KCI's output by the expected-F1 rule, then submits.
+
+    Steps: one for the table, one per edit (most confident first: the largest |q − F1*/2|),
+    one to submit; edits that the step budget cannot hold are dropped.
+    """
+
+    name = "learned-repair"
+    interface = "text"
+
+    def __init__(self, model: RepairClassifier):
+        self.model = model
+        self._plan: list[dict[str, Any]] = []
+        self._stage = "read"
+        self.decisions: list[dict[str, Any]] = []
+
+    def reset(self, observation: Any, info: dict[str, Any]) -> None:
+        if not info.get("guided", self.settings.guided):
+            raise HeuresisError("learned-repair edits PC-KCI's output: run it in the guided "
+                                "condition (guided=True)")
+        self._plan, self._stage, self.decisions = [], "read", []
+        self.family = str((info.get("instance") or {}).get("family", ""))
+
+    def act(self, observation: Any, info: dict[str, Any]) -> Any:
+        if self._stage == "read":
+            self._stage = "plan"
+            return {"tool": "repair_evidence", "args": {}}
+        if self._stage == "plan":
+            self._stage = "edit"
+            rows = (info.get("data") or {}).get("rows") or []
+            if info.get("error") is None and rows:
+                self._plan = self._decide(rows)
+            left = int(np.asarray(observation["budget_left"]).reshape(-1)[0])
+            self._plan = self._plan[:max(left - 1, 0)]
+        if self._plan:
+            return self._plan.pop(0)
+        self._stage = "done"
+        return {"tool": "submit", "args": {}}
+
+    def _decide(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        x = np.array([[np.nan if row[f] is None else row[f] for f in MODEL_FEATURES]
+                      for row in rows], dtype=np.float64)
+        q = self.model.probabilities(x, [self.family] * len(rows))
+        selected, f1_star, threshold = expected_f1_selection(q)
+        edits = []
+        for row, probability, chosen in zip(rows, q, selected, strict=True):
+            kept = bool(row["kept"])
+            x_name, y_name = row["pair"]
+            if chosen and not kept:
+                edits.append((abs(probability - threshold), {
+                    "tool": "add_edge", "args": {"x": x_name, "y": y_name, "directed": False}}))
+            elif kept and not chosen:
+                edits.append((abs(probability - threshold), {
+                    "tool": "remove_edge", "args": {"x": x_name, "y": y_name}}))
+            self.decisions.append({"pair": [x_name, y_name], "kept": kept,
+                                   "probability": float(probability), "selected": bool(chosen)})
+        self.expected_f1, self.threshold = f1_star, threshold
+        edits.sort(key=lambda item: -item[0])
+        return [edit for _, edit in edits]
+
+    def transcript(self) -> list[dict[str, Any]] | None:
+        return [{"decisions": self.decisions}]
+
+
+def load_learned_repair(path: str | Path | None = None) -> LearnedRepairPolicy:
+    """The ``learned-repair`` policy (entry point), with the shipped model unless ``path``."""
+    return LearnedRepairPolicy(load_classifier(path))

@@ -19,7 +19,9 @@ HELP = "Train an RL repair policy (MaskablePPO or PPO) and evaluate it against t
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--family", default="wild", help="mechanism family (default: wild)")
+    parser.add_argument("--family", default="wild",
+                        help="mechanism family, or 'all' for one policy over the six "
+                             "benchmark families (default: wild)")
     parser.add_argument("--algo", default="maskable_ppo", choices=["maskable_ppo", "ppo"],
                         help="maskable_ppo (sb3-contrib, invalid actions masked) or ppo "
                              "(flattened observation; invalid actions are error steps)")
@@ -80,6 +82,10 @@ def run(args: argparse.Namespace) -> int:
                   f"difference {diff['mean']:+.3f} [{diff['low']:+.3f}, {diff['high']:+.3f}]")
         print(f"evidence {report.evidence_seconds:.0f} s, training "
               f"{report.training_seconds:.0f} s, evaluation {report.evaluation_seconds:.0f} s")
+        for name, row in report.per_family.items():
+            diff = row["f1_difference"]
+            print(f"  {name}: difference {diff['mean']:+.3f} [{diff['low']:+.3f}, "
+                  f"{diff['high']:+.3f}]")
         for name, path in report.files.items():
             print(f"{name}: {path}")
     return 0

@@ -18,7 +18,7 @@ from agents.learned_repair.evaluation import (
     evaluation_table,
 )
 from agents.learned_repair.training import train_classifier
-from heuresis_env.generation import available_families
+from heuresis_env.generation import expand_families
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -40,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=32)
     parser.add_argument("--json", help="evaluate: write the full result here")
     args = parser.parse_args(argv)
-    families = available_families() if args.families == "all" else args.families.split(",")
+    families = expand_families(args.families)
     say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     if args.evaluate:
         salt = os.environ.get("HEURESIS_TEST_SALT") or None

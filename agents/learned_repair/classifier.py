@@ -13,7 +13,7 @@ import numpy as np
 
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evidence import REPAIR_FEATURE_NAMES, REPAIR_FEATURES
-from heuresis_env.generation import available_families
+from heuresis_env.generation import BENCHMARK_FAMILIES
 from heuresis_env.studies import STUDY_FEATURES, PairRecord
 
 __all__ = ["BOOSTING", "CLASSIFIERS", "MODEL_FEATURES", "MODEL_FILE", "REPORT_FILE",
@@ -79,7 +79,7 @@ class RepairClassifier:
     def __init__(self, kind: str = "boosting", family_features: bool = False, seed: int = 0):
         make_classifier(kind, seed)  # unknown kinds fail here
         self.kind, self.family_features, self.seed = kind, bool(family_features), int(seed)
-        self.families = tuple(available_families())
+        self.families = tuple(BENCHMARK_FAMILIES)
         self.model: Any = None
 
     def inputs(self, x: np.ndarray, families: Sequence[str]) -> np.ndarray:

@@ -33,6 +33,7 @@ shipped model was saved when this package was one module and names
 """
 
 from agents.rl.envs import (
+    FamilyMix,
     RepairActionMask,
     StepCost,
     SubmitAsPass,
@@ -44,6 +45,7 @@ from agents.rl.envs import (
 from agents.rl.network import (
     P_VALUE_COLUMNS,
     PAIR_OUTPUTS,
+    REPAIR_P_VALUE_COLUMNS,
     PairActionHead,
     PairwiseExtractor,
     PairwiseLatent,
@@ -93,6 +95,7 @@ __all__ = [
     "OBSERVATION_KEYS",
     "PAIR_OUTPUTS",
     "P_VALUE_COLUMNS",
+    "REPAIR_P_VALUE_COLUMNS",
     "REPORT_FILE",
     "REWARD_SCALE",
     "SCRATCH_HYPERPARAMETERS",
@@ -100,6 +103,7 @@ __all__ = [
     "ActionMasker",
     "EditProbes",
     "EntropySchedule",
+    "FamilyMix",
     "LearningCurveCallback",
     "ObservationLayout",
     "PairActionHead",

@@ -21,10 +21,11 @@ from agents.rl.spaces import ActionMasker, uses_orientations
 from heuresis_env.evaluation import environment_kwargs as runner_environment_kwargs
 from heuresis_env.evaluation import make_environment
 from heuresis_env.evidence import EvidenceProvider
-from heuresis_env.generation import InstanceKey, generate_instance
+from heuresis_env.generation import InstanceKey, expand_families, generate_instance
 from heuresis_env.policy import EpisodeResult, EpisodeSettings, Policy, run_episode
 
 __all__ = [
+    "FamilyMix",
     "RepairActionMask",
     "StepCost",
     "SubmitAsPass",
@@ -102,6 +103,48 @@ class SubmitAsPass(gym.Wrapper):
         return self.env.step(action)
 
 
+class FamilyMix(gym.Env):
+    """One training environment over several families: each reset plays the next family of a
+    seeded shuffle (every family once per round), so one policy learns all of them.
+
+    The families' RL views share their spaces (same d, same observation layout); the mix
+    forwards ``step`` and ``action_masks()`` to the family of the current episode.
+    """
+
+    def __init__(self, envs: dict[str, gym.Env], seed: int = 0):
+        if not envs:
+            raise ValueError("FamilyMix needs at least one family")
+        self.envs = dict(envs)
+        self.families = list(self.envs)
+        first = self.envs[self.families[0]]
+        self.observation_space, self.action_space = first.observation_space, first.action_space
+        self.metadata = getattr(first, "metadata", {})
+        self._rng = np.random.default_rng(seed)
+        self._queue: list[str] = []
+        self.family = self.families[0]
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+            self._queue = []
+        if not self._queue:
+            self._queue = [self.families[k] for k in self._rng.permutation(len(self.families))]
+        self.family = self._queue.pop(0)
+        child_seed = int(self._rng.integers(2**31)) if seed is None else seed
+        observation, info = self.envs[self.family].reset(seed=child_seed, options=options)
+        return observation, {**info, "family": self.family}
+
+    def step(self, action):
+        return self.envs[self.family].step(action)
+
+    def action_masks(self) -> np.ndarray:
+        return self.envs[self.family].get_wrapper_attr("action_masks")()
+
+    def close(self) -> None:
+        for env in self.envs.values():
+            env.close()
+
+
 def environment_kwargs(settings: EpisodeSettings, split: str, d: int, n: int,
                        **extra: Any) -> dict[str, Any]:
     """Keyword arguments of an RL-view environment under the shared settings (the runner's,
@@ -109,13 +152,20 @@ def environment_kwargs(settings: EpisodeSettings, split: str, d: int, n: int,
     return {**runner_environment_kwargs(settings, split, d, n, "rl"), **extra}
 
 
-def _training_env_factory(family: str, kwargs: dict[str, Any], flatten: bool,
-                          step_cost: float, submit_as_pass: bool) -> Callable[[], gym.Env]:
-    def build() -> gym.Env:
-        env: gym.Env = Monitor(make_environment(family, kwargs))
-        env = RepairActionMask(env, uses_orientations(kwargs["target"]))
+def _training_env_factory(families: Sequence[str], kwargs: dict[str, Any], flatten: bool,
+                          step_cost: float, submit_as_pass: bool,
+                          seed: int = 0) -> Callable[[], gym.Env]:
+    def one(family: str) -> gym.Env:
+        env: gym.Env = RepairActionMask(make_environment(family, kwargs),
+                                        uses_orientations(kwargs["target"]))
         if submit_as_pass:
             env = SubmitAsPass(env)
+        return env
+
+    def build() -> gym.Env:
+        env: gym.Env = (one(families[0]) if len(families) == 1 else
+                        FamilyMix({family: one(family) for family in families}, seed))
+        env = Monitor(env)
         if step_cost:
             env = StepCost(env, step_cost)
         if flatten:
@@ -131,7 +181,8 @@ def make_training_env(family: str, settings: EpisodeSettings, indices: Sequence[
                       submit_as_pass: bool = True) -> VecEnv:
     """Vectorized RL-view environments with the shaped reward over ``indices`` of ``split``.
 
-    Each copy is ``Monitor``-wrapped (episode returns, that is F1 gains, for the learning
+    ``family`` is a family or a group (``all``: the six benchmark families, mixed episode by
+    episode by :class:`FamilyMix`). Each copy is ``Monitor``-wrapped (episode returns, that is F1 gains, for the learning
     curve), its mask narrowed to the repair actions (:class:`RepairActionMask`), submit made
     a pass (:class:`SubmitAsPass`, unless ``submit_as_pass=False``), optionally charged
     ``step_cost`` per step, and flattened to one ``Box`` (for PPO).
@@ -139,8 +190,10 @@ def make_training_env(family: str, settings: EpisodeSettings, indices: Sequence[
     check_choice("vectorization", vectorization, ("dummy", "subproc"))
     kwargs = environment_kwargs(settings, split, d, n, reward="shaped",
                                 indices=list(indices))
-    factories = [_training_env_factory(family, kwargs, flatten, step_cost, submit_as_pass)
-                 for _ in range(check_int("n_envs", n_envs))]
+    families = expand_families(family)
+    factories = [_training_env_factory(families, kwargs, flatten, step_cost, submit_as_pass,
+                                       seed + k)
+                 for k in range(check_int("n_envs", n_envs))]
     if vectorization == "subproc" and n_envs > 1:
         env = SubprocVecEnv(factories, start_method="fork")
     else:
@@ -163,10 +216,12 @@ def warm_evidence(family: str, splits: dict[str, Iterable[int]], d: int, n: int,
     """Compute (or load) the guided start and pair evidence of every instance named, so that
     training and evaluation start warm; ``workers`` processes share the work. Returns seconds.
 
-    ``splits`` maps a split name to instance indices, e.g. ``{"dev": range(40)}``.
+    ``family`` is a family or a group (``all``); ``splits`` maps a split name to instance
+    indices, e.g. ``{"dev": range(40)}``.
     """
     workers = check_int("workers", workers)
-    jobs = [(family, split, int(index), d, n, salt if split == "test" else None)
+    jobs = [(name, split, int(index), d, n, salt if split == "test" else None)
+            for name in expand_families(family)
             for split, indices in splits.items() for index in indices]
     started = time.perf_counter()
     if workers == 1 or len(jobs) <= 1:
@@ -187,11 +242,16 @@ def warm_evidence(family: str, splits: dict[str, Iterable[int]], d: int, n: int,
 def evaluate_policy(policy: Policy, family: str, split: str, indices: Iterable[int],
                     settings: EpisodeSettings, d: int, n: int,
                     salt: str | None = None) -> list[EpisodeResult]:
-    """Run ``policy`` once on each instance of ``split`` named by ``indices``."""
+    """Run ``policy`` once on each instance of ``split`` named by ``indices`` (of each family
+    of a group such as ``all``, family by family)."""
     policy.configure(settings)
-    env = make_environment(family, environment_kwargs(settings, split, d, n, salt=salt))
-    try:
-        return [run_episode(env, policy, seed=int(index), options={"index": int(index)})
-                for index in indices]
-    finally:
-        env.close()
+    indices = [int(index) for index in indices]
+    results = []
+    for name in expand_families(family):
+        env = make_environment(name, environment_kwargs(settings, split, d, n, salt=salt))
+        try:
+            results += [run_episode(env, policy, seed=index, options={"index": index})
+                        for index in indices]
+        finally:
+            env.close()
+    return results

@@ -4,7 +4,9 @@ so the decision rule is learnt once for all pairs.
 
 Every pair's features (its adjacency marks, the seven evidence features with their
 availability, −log10 of its p-values, the degrees of its two nodes, the edge count and the
-budget) pass through the same MLP; a second layer mixes in the mean embedding of each end node
+budget; under observation layout 2 also its row of the repair table with its availability
+and −log10 of the table's p-values)
+pass through the same MLP; a second layer mixes in the mean embedding of each end node
 and of the whole graph; submit and the value read the pooled embedding.
 
 A model saved by stable-baselines3 pickles its policy class by path. The shipped model
@@ -29,11 +31,12 @@ from torch import nn
 
 from agents.rl.spaces import ActionMasker, ObservationLayout
 from heuresis_env.errors import HeuresisError
-from heuresis_env.evidence import FEATURE_NAMES
+from heuresis_env.evidence import FEATURE_NAMES, REPAIR_FEATURES
 
 __all__ = [
     "P_VALUE_COLUMNS",
     "PAIR_OUTPUTS",
+    "REPAIR_P_VALUE_COLUMNS",
     "PairActionHead",
     "PairwiseExtractor",
     "PairwiseLatent",
@@ -44,6 +47,9 @@ __all__ = [
 #: evidence columns holding p-values; the network also reads −log10 p of these
 P_VALUE_COLUMNS = tuple(FEATURE_NAMES.index(name) for name in
                         ("fisherz_deletion_p", "kci_p_at_deleting_set", "kci_deletion_p"))
+#: repair-table columns holding p-values; under layout 2 the network also reads −log10 p
+REPAIR_P_VALUE_COLUMNS = tuple(k for k, feature in enumerate(REPAIR_FEATURES)
+                               if feature.scale == "p")
 #: per-pair outputs of the pairwise head, in this order
 PAIR_OUTPUTS = ("add", "remove", "orient_forward", "orient_backward", "test")
 
@@ -61,18 +67,26 @@ class PairwiseExtractor(BaseFeaturesExtractor):
     Output: the (pairs × hidden) embeddings flattened, followed by their mean (hidden).
     """
 
+    #: per-pair inputs under observation layout 1 (layout 2 adds two per repair feature and one
+    #: per repair p-value)
     N_PAIR_INPUTS = 2 + 2 * len(FEATURE_NAMES) + len(P_VALUE_COLUMNS) + 4
 
     def __init__(self, observation_space: spaces.Space, hidden: int = 64):
         layout = ObservationLayout.from_space(observation_space)
         super().__init__(observation_space, features_dim=layout.n_pairs * hidden + hidden)
         self.layout, self.hidden = layout, hidden
+        #: whether the encoder reads the repair table (a layout-1 model keeps its input size)
+        self.reads_repair = layout.version >= 2
+        n_inputs = self.N_PAIR_INPUTS + ((2 * layout.n_repair + len(REPAIR_P_VALUE_COLUMNS))
+                                         if self.reads_repair else 0)
         pairs = np.array([(i, j) for i in range(layout.d) for j in range(i + 1, layout.d)],
                          dtype=np.int64).reshape(-1, 2)
         self.register_buffer("pair_i", torch.as_tensor(pairs[:, 0]), persistent=False)
         self.register_buffer("pair_j", torch.as_tensor(pairs[:, 1]), persistent=False)
         self.register_buffer("p_columns", torch.as_tensor(P_VALUE_COLUMNS), persistent=False)
-        self.encoder = _mlp([self.N_PAIR_INPUTS, hidden, hidden])
+        self.register_buffer("repair_p_columns", torch.as_tensor(REPAIR_P_VALUE_COLUMNS),
+                             persistent=False)
+        self.encoder = _mlp([n_inputs, hidden, hidden])
         self.mixer = _mlp([4 * hidden, hidden, hidden])
 
     def node_mean(self, pair_values: torch.Tensor) -> torch.Tensor:
@@ -100,9 +114,17 @@ class PairwiseExtractor(BaseFeaturesExtractor):
         log_p = -torch.log10(p_values) / 12.0 * available[..., self.p_columns]
         n_edges = present.mean(dim=1, keepdim=True).expand(-1, layout.n_pairs)
         budget = parts["budget_left"].float().reshape(batch, 1).expand(-1, layout.n_pairs)
-        inputs = torch.cat([tail_i.unsqueeze(-1), tail_j.unsqueeze(-1), evidence, available,
-                            log_p, degree[:, i].unsqueeze(-1), degree[:, j].unsqueeze(-1),
-                            n_edges.unsqueeze(-1), budget.unsqueeze(-1)], dim=-1)
+        columns = [tail_i.unsqueeze(-1), tail_j.unsqueeze(-1), evidence, available, log_p,
+                   degree[:, i].unsqueeze(-1), degree[:, j].unsqueeze(-1),
+                   n_edges.unsqueeze(-1), budget.unsqueeze(-1)]
+        if self.reads_repair:
+            shape = (batch, layout.n_pairs, layout.n_repair)
+            repair = parts["repair"].float().reshape(shape)
+            repair_available = parts["repair_available"].float().reshape(shape)
+            repair_p = repair[..., self.repair_p_columns].clamp(1e-12, 1.0)
+            columns += [repair, repair_available,
+                        -torch.log10(repair_p) / 12.0 * repair_available[..., self.repair_p_columns]]
+        inputs = torch.cat(columns, dim=-1)
         encoded = self.encoder(inputs)
         nodes = self.node_mean(encoded)
         graph = encoded.mean(dim=1, keepdim=True).expand(-1, layout.n_pairs, -1)

@@ -46,7 +46,7 @@ from agents.rl.warm_start import probe_edits, warm_start
 from heuresis_env.env import RL_OPERATIONS
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evidence import EVIDENCE_VERSION
-from heuresis_env.generation import SPLIT_SIZES
+from heuresis_env.generation import SPLIT_SIZES, expand_families
 from heuresis_env.metrics import paired_bootstrap
 from heuresis_env.policy import EpisodeResult, EpisodeSettings
 from heuresis_env.version import __version__
@@ -158,6 +158,8 @@ class TrainingReport:
     out_dir: str
     files: dict[str, str] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
+    #: a group of families (``all``): each family's test F1s and paired difference
+    per_family: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def policy_mean_f1(self) -> float:
@@ -213,6 +215,10 @@ def train(family: str = "wild", algo: str = "maskable_ppo", steps: int = 20_000,
     starting from PC-KCI's output) and evaluate it against that guided start on ``test_count``
     test instances; writes model, config, report and learning curve into ``out_dir``.
 
+    ``family`` may be a group (``all``: the six benchmark families): one policy then trains on
+    the development instances of every family, episodes mixed by :class:`FamilyMix`, and is
+    evaluated on the test instances of each (``per_family`` in the report).
+
     ``dev_count``/``test_count`` are a count (the first instances) or explicit indices. The
     evidence of every instance is computed first (``workers`` processes), so the training
     time excludes it. ``max_steps`` is the episode budget for training and evaluation.
@@ -225,6 +231,7 @@ def train(family: str = "wild", algo: str = "maskable_ppo", steps: int = 20_000,
     """
     check_choice("RL algorithm", algo, ALGORITHMS)
     check_choice("architecture", architecture, ARCHITECTURES)
+    families = expand_families(family)
     steps = check_int("steps", steps)
     n_envs = check_int("n_envs", n_envs)
     max_steps = check_int("max_steps", max_steps)
@@ -310,6 +317,14 @@ def train(family: str = "wild", algo: str = "maskable_ppo", steps: int = 20_000,
     policy_f1 = [float(r.scores["f1"]) for r in policy_results]
     start_f1 = [float(r.scores["f1"]) for r in start_results]
     difference = paired_bootstrap(policy_f1, start_f1, n_resamples=n_resamples, seed=seed)
+    per_family = {}
+    if len(families) > 1:  # evaluate_policy ran the families in this order, test indices each
+        for k, name in enumerate(families):
+            rows = slice(k * len(test), (k + 1) * len(test))
+            gain = paired_bootstrap(policy_f1[rows], start_f1[rows], n_resamples=n_resamples,
+                                    seed=seed)
+            per_family[name] = {"policy_f1": policy_f1[rows], "start_f1": start_f1[rows],
+                                "f1_difference": asdict(gain)}
     actions = {operation: float(np.mean([r.usage["actions"].get(operation, 0)
                                          for r in policy_results]))
                for operation in RL_OPERATIONS}
@@ -323,7 +338,7 @@ def train(family: str = "wild", algo: str = "maskable_ppo", steps: int = 20_000,
         policy_f1=policy_f1, start_f1=start_f1,
         policy_means=_means(policy_results), start_means=_means(start_results),
         f1_difference=asdict(difference), policy_actions=actions, learning_curve=curve,
-        warm_start=warm, out_dir=str(out), versions=_versions())
+        warm_start=warm, out_dir=str(out), versions=_versions(), per_family=per_family)
     if warm_policy_results:
         warm_f1 = [float(r.scores["f1"]) for r in warm_policy_results]
         report.warm_start["test_means"] = _means(warm_policy_results)

@@ -22,6 +22,7 @@ from agents.rl.network import PAIR_OUTPUTS, PairActionHead
 from agents.rl.spaces import OBSERVATION_KEYS, ActionMasker
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evaluation import make_environment
+from heuresis_env.generation import expand_families
 from heuresis_env.policy import EpisodeSettings
 
 __all__ = ["REWARD_SCALE", "EditProbes", "probe_edits", "warm_start"]
@@ -52,8 +53,16 @@ def probe_edits(family: str, settings: EpisodeSettings, indices: Sequence[int], 
     """Try every single edit from the start state of each instance (then undo it).
 
     Per instance: reset, test every pair (p steps), then for every pair its add or remove
-    and the inverse edit (2p steps); 3p environment steps in all.
+    and the inverse edit (2p steps); 3p environment steps in all. A group of families
+    (``all``) probes ``indices`` of each family in turn.
     """
+    families = expand_families(family)
+    if len(families) > 1:
+        parts = [probe_edits(name, settings, indices, d, n, split) for name in families]
+        return EditProbes([i for part in parts for i in part.indices],
+                          [o for part in parts for o in part.observations],
+                          np.concatenate([part.rewards for part in parts]),
+                          sum(part.steps for part in parts), sum(part.seconds for part in parts))
     masker = ActionMasker(d)
     n_pairs = masker.pair_i.size
     add0, remove0 = masker.slices["add"].start, masker.slices["remove"].start

@@ -10,6 +10,7 @@ import pytest
 
 from agents import cli_train
 from agents.rl import SubmitStartPolicy, evaluate_policy, load
+from heuresis_env.generation import BENCHMARK_FAMILIES
 from heuresis_env.policy import EpisodeSettings
 from tests.agents.rl.rl_fixtures import TINY
 
@@ -37,3 +38,24 @@ def test_cli_trains_evaluates_and_writes_everything(tmp_path):
                               EpisodeSettings(max_steps=10, max_seconds=None, guided=True),
                               **TINY)
     assert [r.scores["f1"] for r in results] == report["policy_f1"]
+
+
+def test_cli_trains_one_policy_over_all_six_families(tmp_path):
+    """``--family all``: one policy trained on episodes of every family, evaluated on each."""
+    parser = argparse.ArgumentParser()
+    cli_train.add_arguments(parser)
+    out = tmp_path / "all"
+    args = parser.parse_args(["--family", "all", "--steps", "64", "--out", str(out),
+                              "--dev-count", "1", "--test-count", "1", "--d", "5", "--n", "200",
+                              "--max-steps", "10", "--resamples", "200", "--n-envs", "1"])
+    assert cli_train.run(args) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert list(report["per_family"]) == list(BENCHMARK_FAMILIES)
+    assert len(report["policy_f1"]) == len(BENCHMARK_FAMILIES)
+    assert [row["policy_f1"][0] for row in report["per_family"].values()] == report["policy_f1"]
+    policy = load(out)
+    assert policy.config["family"] == "all" and policy.layout == 2
+    settings = EpisodeSettings(max_steps=10, max_seconds=None, guided=True)
+    for family, row in report["per_family"].items():
+        result = evaluate_policy(policy, family, "test", [0], settings, **TINY)[0]
+        assert result.scores["f1"] == row["policy_f1"][0], family

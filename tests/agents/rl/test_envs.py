@@ -7,7 +7,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from agents.rl import ActionMasker, ObservationLayout, StepCost, make_training_env
+from agents.rl import ActionMasker, FamilyMix, ObservationLayout, StepCost, make_training_env
 from tests.agents.rl.rl_fixtures import SETTINGS, TINY, rl_env
 
 
@@ -62,3 +62,17 @@ def test_repair_mask_never_undoes_an_edit():
     assert not mask[masker.slices["remove"].start + add]  # the env allows it, the repair not
     single.reset(seed=1)
     assert single.get_wrapper_attr("action_masks")()[masker.slices["add"]].any()
+
+
+def test_family_mix_plays_every_family_once_per_round_with_one_action_mask():
+    env = make_training_env("lg,wild", SETTINGS, [0, 1], n_envs=1, seed=3, **TINY)
+    mix = env.envs[0].unwrapped
+    assert isinstance(mix, FamilyMix) and mix.families == ["lg", "wild"]
+    env.reset()
+    seen = [mix.family]
+    for _ in range(3):
+        mix.reset()
+        seen.append(mix.family)
+        assert np.array_equal(env.env_method("action_masks")[0],
+                              mix.envs[mix.family].get_wrapper_attr("action_masks")())
+    assert sorted(seen[:2]) == sorted(seen[2:]) == ["lg", "wild"]

@@ -14,6 +14,8 @@ from agents.learned_repair.classifier import CLASSIFIERS, load_classifier
 from agents.learned_repair.evaluation import (
     BCA_FILE,
     bca_choices,
+    compare_with_rl,
+    comparison_table,
     evaluate_split,
     evaluation_table,
 )
@@ -39,6 +41,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--model", help="the model directory to evaluate")
     parser.add_argument("--count", type=int, default=32)
     parser.add_argument("--json", help="evaluate: write the full result here")
+    parser.add_argument("--compare-rl", metavar="REPORT", action="append", default=[],
+                        help="evaluate: also compare the RL policy of this `heuresis train` "
+                             "report.json, paired by instance (repeatable)")
     args = parser.parse_args(argv)
     families = expand_families(args.families)
     say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
@@ -47,10 +52,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         bca = bca_choices(BCA_FILE) if BCA_FILE.is_file() else None
         result = evaluate_split(load_classifier(args.model), families, args.evaluate,
                                 args.count, salt if args.evaluate == "test" else None, bca,
-                                progress=say)
+                                progress=say, d=args.d, n=args.n)
         if args.json:
             Path(args.json).write_text(json.dumps(result, indent=2), encoding="utf-8")
         print(evaluation_table(result))
+        for path in args.compare_rl:
+            rl_report = json.loads(Path(path).read_text(encoding="utf-8"))
+            print(f"\nRL policy of {path} ({rl_report['family']}):")
+            print(comparison_table(compare_with_rl(result, rl_report)))
         return 0
     if not args.out:
         parser.error("--out is needed to train (or give --evaluate SPLIT)")

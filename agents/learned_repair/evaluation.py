@@ -17,8 +17,9 @@ from heuresis_env.errors import HeuresisError
 from heuresis_env.metrics import paired_bootstrap
 from heuresis_env.studies import STUDY_FEATURES, PairRecord, study
 
-__all__ = ["BCA_FILE", "InstanceOutcome", "algorithm_f1", "bca_choices", "evaluate_split",
-           "evaluation_table", "repair_outcomes", "summarize"]
+__all__ = ["BCA_FILE", "InstanceOutcome", "algorithm_f1", "bca_choices", "compare_with_rl",
+           "comparison_table", "evaluate_split", "evaluation_table", "repair_outcomes",
+           "summarize"]
 
 #: the shipped BCA_φ selection at d = 10, n = 600 (written by `heuresis baselines --json`)
 BCA_FILE = (Path(__file__).resolve().parents[2] / "baselines" / "data"
@@ -128,7 +129,8 @@ def algorithm_f1(records: Sequence[PairRecord], algorithm: str) -> dict[str, flo
 
 def evaluate_split(model: Any, families: Sequence[str], split: str = "test", count: int = 32,
                    salt: str | None = None, bca: dict[str, str] | None = None,
-                   n_resamples: int = 10_000, progress=None) -> dict[str, Any]:
+                   n_resamples: int = 10_000, progress=None, d: int = 10,
+                   n: int = 600) -> dict[str, Any]:
     """The repaired F1 against PC-KCI and BCA_φ on ``count`` instances of each family.
 
     Computed from each instance's repair table and hidden record, the same decisions the
@@ -137,7 +139,7 @@ def evaluate_split(model: Any, families: Sequence[str], split: str = "test", cou
     out: dict[str, Any] = {"split": split, "salted": salt is not None, "count": count,
                            "families": {}}
     for family in families:
-        records, _ = study([family], range(count), split, salt, progress=progress)
+        records, _ = study([family], range(count), split, salt, progress=progress, d=d, n=n)
         outcomes = repair_outcomes(records, model.predict_records(records))
         row = summarize(outcomes, n_resamples)
         repaired = [o.f1_repaired for o in outcomes]
@@ -179,4 +181,65 @@ def evaluation_table(result: dict[str, Any]) -> str:
         lines.append(f"\nAll families, Δʳ vs BCA_φ: {pooled[0]:+.3f} [{pooled[1]:+.3f}, "
                      f"{pooled[2]:+.3f}] ({result['count']} instances per family, "
                      f"split {result['split']}{', salted' if result['salted'] else ''}).")
+    return "\n".join(lines)
+
+
+def compare_with_rl(result: dict[str, Any], rl_report: dict[str, Any],
+                    n_resamples: int = 10_000) -> dict[str, Any]:
+    """An RL policy's test F1s (a ``heuresis train`` report, one family or ``all``) beside
+    :func:`evaluate_split`'s result on the same instances, paired by instance: the RL policy
+    against PC-KCI, BCA_φ and ``learned-repair``, per family and pooled."""
+    per_family = rl_report.get("per_family") or {
+        rl_report["family"]: {"policy_f1": rl_report["policy_f1"],
+                              "start_f1": rl_report["start_f1"]}}
+    indices = list(rl_report["test_indices"])
+    out: dict[str, Any] = {"families": {}}
+    pooled: dict[str, list[float]] = {"rl": [], "pc-kci": [], "bca": [], "learned": []}
+    for family, rl in per_family.items():
+        row = result["families"].get(family)
+        if row is None:
+            raise HeuresisError(f"the evaluation has no {family!r}; it has "
+                                f"{sorted(result['families'])}")
+        by_index = {int(r["instance"].rsplit("/", 1)[1]): r for r in row["per_instance"]}
+        missing = [k for k in indices if k not in by_index]
+        if missing:
+            raise HeuresisError(f"{family}: test instances {missing} of the RL report are not "
+                                "in the evaluation; evaluate with a larger --count")
+        rows = [by_index[k] for k in indices]
+        start = [r["f1_start"] for r in rows]
+        if not np.allclose(start, rl["start_f1"]):
+            raise HeuresisError(f"{family}: PC-KCI's F1 differs between the RL report and the "
+                                "repair tables; they were computed on different guided starts")
+        columns = {"rl": list(rl["policy_f1"]), "pc-kci": start,
+                   "bca": [r["f1_bca"] for r in rows],
+                   "learned": [r["f1_repaired"] for r in rows]}
+        entry: dict[str, Any] = {name: float(np.mean(v)) for name, v in columns.items()}
+        entry["bca_name"] = row["bca"]
+        for other in ("pc-kci", "bca", "learned"):
+            diff = paired_bootstrap(columns["rl"], columns[other], n_resamples=n_resamples)
+            entry[f"rl_vs_{other}"] = [diff.mean, diff.low, diff.high]
+            pooled[other] += columns[other]
+        pooled["rl"] += columns["rl"]
+        out["families"][family] = entry
+    for other in ("pc-kci", "bca", "learned"):
+        diff = paired_bootstrap(pooled["rl"], pooled[other], n_resamples=n_resamples)
+        out[f"all_rl_vs_{other}"] = [diff.mean, diff.low, diff.high]
+    out["instances_per_family"] = len(indices)
+    return out
+
+
+def comparison_table(comparison: dict[str, Any]) -> str:
+    """A markdown table of :func:`compare_with_rl`'s result."""
+    def interval(v: list[float]) -> str:
+        return f"{v[0]:+.3f} [{v[1]:+.3f}, {v[2]:+.3f}]"
+
+    lines = ["| family | PC-KCI | BCA_φ | learned-repair | RL | RL − PC-KCI [95%] | "
+             "RL − BCA_φ [95%] | RL − learned-repair [95%] |", "|---" * 8 + "|"]
+    for family, e in comparison["families"].items():
+        lines.append(f"| {family} | {e['pc-kci']:.3f} | {e['bca_name']} {e['bca']:.3f} | "
+                     f"{e['learned']:.3f} | {e['rl']:.3f} | {interval(e['rl_vs_pc-kci'])} | "
+                     f"{interval(e['rl_vs_bca'])} | {interval(e['rl_vs_learned'])} |")
+    lines.append(f"| all (pooled) | | | | | {interval(comparison['all_rl_vs_pc-kci'])} | "
+                 f"{interval(comparison['all_rl_vs_bca'])} | "
+                 f"{interval(comparison['all_rl_vs_learned'])} |")
     return "\n".join(lines)

@@ -9,6 +9,9 @@ import pytest
 
 from agents.learned_repair import (
     LearnedRepairPolicy,
+    compare_with_rl,
+    comparison_table,
+    evaluate_split,
     expected_f1_selection,
     load_classifier,
     load_learned_repair,
@@ -16,6 +19,7 @@ from agents.learned_repair import (
     summarize,
     train_classifier,
 )
+from agents.rl import SubmitStartPolicy
 from heuresis_env.errors import HeuresisError
 from heuresis_env.policy import EpisodeSettings, run_episode
 from heuresis_env.registration import env_id, register_envs
@@ -85,3 +89,33 @@ def test_learned_repair_beats_the_guided_start_on_held_out_wild_instances(tmp_pa
     summary = summarize(outcomes)
     assert summary["instances"] == 32
     assert summary["gain"][1] > 0, (summary, report["cross_validated"]["all"])
+
+
+def test_an_rl_report_is_compared_instance_by_instance(trained):
+    """compare_with_rl pairs a report's test F1s with the evaluation's: the guided start's
+    episode F1 equals the repair table's PC-KCI F1, and a policy equal to learned-repair
+    differs from it by exactly 0."""
+    out, _ = trained
+    policy = load_learned_repair(out)
+    settings = EpisodeSettings(max_steps=50, max_seconds=None, guided=True)
+    policy.configure(settings)
+    env = gym.make(env_id("wild"), guided=True, split="test", max_steps=50, max_seconds=None,
+                   indices=[0, 1, 2], **SMALL)
+    learned = [run_episode(env, policy, seed=k, options={"index": k}).scores["f1"]
+               for k in range(3)]
+    rl_env = gym.make(env_id("wild"), interface="rl", guided=True, split="test", max_steps=50,
+                      max_seconds=None, indices=[0, 1, 2], **SMALL)
+    start = [run_episode(rl_env, SubmitStartPolicy(), seed=k, options={"index": k}).scores["f1"]
+             for k in range(3)]
+    result = evaluate_split(policy.model, ["wild"], "test", 3, n_resamples=200, **SMALL)
+    report = {"family": "wild", "test_indices": [0, 1, 2], "policy_f1": learned,
+              "start_f1": start}
+    comparison = compare_with_rl(result, report, n_resamples=200)
+    row = comparison["families"]["wild"]
+    assert row["rl_vs_learned"] == [0.0, 0.0, 0.0]
+    assert row["rl_vs_pc-kci"][0] == pytest.approx(np.mean(learned) - np.mean(start))
+    assert "| wild |" in comparison_table(comparison)
+    with pytest.raises(HeuresisError, match="different guided starts"):
+        compare_with_rl(result, {**report, "start_f1": [s - 0.1 for s in start]})
+    with pytest.raises(HeuresisError, match="larger --count"):
+        compare_with_rl(result, {**report, "test_indices": [0, 1, 5]})

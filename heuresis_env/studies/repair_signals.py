@@ -35,7 +35,7 @@ from heuresis_env.evidence.repair import (
     REPAIR_FEATURE_NAMES,
     repair_evidence,
 )
-from heuresis_env.generation.families import available_families
+from heuresis_env.generation.families import expand_families
 from heuresis_env.generation.instances import InstanceKey, generate_instance
 from heuresis_env.studies.deletion_signals import AUCResult, clustered_auc
 
@@ -218,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--resamples", type=int, default=2000)
     parser.add_argument("--json", help="write the records and costs here")
     args = parser.parse_args(argv)
-    families = available_families() if args.families == "all" else args.families.split(",")
+    families = expand_families(args.families)
     records, costs = study(families, range(args.start, args.start + args.count), args.split,
                            bootstraps=args.bootstraps, algorithms=args.algorithms.split(","),
                            progress=lambda m: print(m, file=sys.stderr, flush=True))

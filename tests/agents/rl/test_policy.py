@@ -124,3 +124,16 @@ def test_a_model_of_an_unknown_layout_is_refused_by_name(change, message, tmp_pa
     save(model, {**config, **change}, tmp_path)
     with pytest.raises(HeuresisError, match=message):
         load(tmp_path)
+
+
+def test_the_shipped_all_family_model_reads_the_repair_table():
+    policy = load(SHIPPED_MODEL_DIR.parent / "rl_repair_all")
+    assert policy.layout == 2 and policy.config["family"] == "all"
+    assert policy.model.policy.features_extractor.reads_repair
+    env = gym.make(env_id("lg"), interface="rl", guided=True, d=10, n=200, indices=[0])
+    observation, info = env.reset(seed=0)
+    policy.reset(observation, info)
+    probabilities = policy.action_probabilities(observation)
+    assert np.all(probabilities[~env.unwrapped.action_masks()] == 0)
+    changed = {**observation, "repair": np.zeros_like(observation["repair"])}
+    assert not np.allclose(policy.action_probabilities(changed), probabilities)

@@ -91,6 +91,7 @@ def _ridge_gcv(features: np.ndarray, target: np.ndarray, test: np.ndarray
         score = rows * residual_sum / max(rows - dof, 1.0) ** 2
         if best is None or score < best[0]:
             best = (score, penalty, residual_sum, dof)
+    assert best is not None  # the penalty grid is never empty
     _, penalty, residual_sum, dof = best
     coefficients = vt.T @ (singular / (squared + penalty) * projected)
     predictions = (test - mean_x) @ coefficients + mean_y

@@ -54,6 +54,7 @@ import numpy as np
 from heuresis_env.cache import stable_hash
 from heuresis_env.discovery.algorithms import cached_run_algorithm
 from heuresis_env.discovery.citests import make_ci_test
+from heuresis_env.discovery.citests.gcm import GCM
 from heuresis_env.discovery.pc import pc
 from heuresis_env.errors import DataError, HeuresisError
 from heuresis_env.evidence.bootstrap import bootstrap_edge_frequencies
@@ -274,6 +275,7 @@ def _reference_sets(kci, guided: GuidedStart, column: dict[str, int], pairs: np.
                     p = _safe_p(kci, i, j, conditioning)
                     if best is None or (not math.isnan(p) and (math.isnan(best[1]) or p > best[1])):
                         best = (conditioning, p)
+        assert best is not None  # the empty set is always tried
         out.append(best)
     return out
 
@@ -333,11 +335,11 @@ def _compute(data: np.ndarray, names: Sequence[str], sha256: str, guided: Guided
     started = _clock()
     fisherz = make_ci_test("fisherz", data)
     for row, ((i, j), (conditioning, _)) in enumerate(zip(pairs.tolist(), references)):
-        p_values = np.array([_safe_p(fisherz, i, j, s) for s in _subsets(conditioning)])
-        put(row, "fisherz_p", p_values[-1])
-        if not np.all(np.isnan(p_values)):
-            put(row, "fisherz_p_subsets_min", float(np.nanmin(p_values)))
-            put(row, "fisherz_p_subsets_max", float(np.nanmax(p_values)))
+        fisherz_p = np.array([_safe_p(fisherz, i, j, s) for s in _subsets(conditioning)])
+        put(row, "fisherz_p", fisherz_p[-1])
+        if not np.all(np.isnan(fisherz_p)):
+            put(row, "fisherz_p_subsets_min", float(np.nanmin(fisherz_p)))
+            put(row, "fisherz_p_subsets_max", float(np.nanmax(fisherz_p)))
     _lap(started, "fisherz", seconds, wall)
 
     started = _clock()
@@ -356,6 +358,8 @@ def _compute(data: np.ndarray, names: Sequence[str], sha256: str, guided: Guided
     started = _clock()
     marks = guided.graph
     possible_parents = skeleton & ~marks.directed_adjacency().T  # [k, j]: k → j or k — j
+    if not isinstance(gcm, GCM):
+        raise HeuresisError(f"the local score needs the gcm test's fitter, got {type(gcm)}")
     fitter = gcm.fitter
     for row, (i, j) in enumerate(pairs.tolist()):
         gains = []

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from heuresis_env.errors import HeuresisError
 from heuresis_env.evidence import FEATURE_NAMES, guided_start, pair_evidence
 from heuresis_env.evidence.repair import (
     DEFAULT_ALGORITHMS,
@@ -97,6 +98,8 @@ def repair_records(key: InstanceKey, salt: str | None = None,
     seed = guided_start(data, names, sha)
     pairs = pair_evidence(data, names, sha)
     repair = repair_evidence(data, names, sha, algorithms=algorithms, bootstraps=bootstraps)
+    if instance.record.dag is None:
+        raise HeuresisError(f"{key} has no ground-truth graph; the repair study needs one")
     truth = instance.record.dag.skeleton()
     pair_columns = [FEATURE_NAMES.index(f) for f in STUDY_FEATURES[len(REPAIR_FEATURE_NAMES):]]
     pair_values = pairs.feature_matrix()[:, pair_columns]

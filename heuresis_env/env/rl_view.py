@@ -46,7 +46,13 @@ import numpy as np
 from gymnasium import spaces
 
 from heuresis_env.env.toolbox.graph_tools import ACYCLIC_TARGETS, graph_summary
-from heuresis_env.env.toolbox.registry import RL_OPERATIONS, TOOLS, Tool, describe_object
+from heuresis_env.env.toolbox.registry import (
+    RL_OPERATIONS,
+    TOOLS,
+    RLSpec,
+    Tool,
+    describe_object,
+)
 from heuresis_env.env.toolbox.state import EpisodeState
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evidence import (
@@ -107,6 +113,7 @@ def rl_action_table(d: int, tools: Iterable[Tool] | None = None) -> tuple[RLActi
     table: list[RLAction] = []
     for operation in RL_OPERATIONS:
         tool = provider[operation]
+        assert tool.rl is not None  # a provider of an RL operation has its RLSpec
         if tool.rl.pairs == "unordered":
             pairs = [(i, j) for i in range(d) for j in range(i + 1, d)]
         elif tool.rl.pairs == "ordered":
@@ -172,8 +179,10 @@ class RLInterface:
         self._j = [a.j for a in self.table]
         self._tools = {op: next(t for t in tools if t.rl is not None and t.rl.operation == op)
                        for op in RL_OPERATIONS}
-        self._apply: dict[str, Callable] = {op: tool.rl.apply for op, tool in self._tools.items()
-                                            if tool.rl.apply is not None}
+        self._specs: dict[str, RLSpec] = {op: tool.rl for op, tool in self._tools.items()
+                                          if tool.rl is not None}
+        self._apply: dict[str, Callable] = {op: spec.apply for op, spec in self._specs.items()
+                                            if spec.apply is not None}
         self._slices = {}
         for op in RL_OPERATIONS:
             rows = [a.index for a in self.table if a.operation == op]
@@ -242,7 +251,7 @@ class RLInterface:
         self._tested = np.zeros(self.n_pairs, dtype=bool)
         self._evidence = evidence
         self._mask = None
-        self._reach = None  # reachability of the directed part, kept up to date when cheap
+        self._reach: np.ndarray | None = None  # reachability of the directed part, kept up to date when cheap
         self._shaped = shaped
         if shaped:
             self._f1_of_marks = referee["f1_of_marks"]
@@ -327,7 +336,7 @@ class RLInterface:
         operation, i, j = self._operation[index], self._i[index], self._j[index]
         outcome = RLOutcome(operation, self._tools[operation].name, i, j, index=index)
         if record:
-            outcome.arguments = self._tools[operation].rl.make_args(state, i, j)
+            outcome.arguments = self._specs[operation].make_args(state, i, j)
             if i >= 0:
                 outcome.before = state.edge_text(i, j)
         if self._mask is None:
@@ -417,6 +426,8 @@ class RLInterface:
             return
         u, v = (i, j) if after[0] else (j, i)
         reach = self._reach
+        if reach is None:  # not computed yet: the next mask computes it
+            return
         sources = reach[:, u].copy()
         sources[u] = 1.0
         targets = reach[v, :].copy()

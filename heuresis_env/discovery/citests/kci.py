@@ -172,16 +172,28 @@ class Gram:
     factor: np.ndarray | None = None
 
     @property
+    def low_rank(self) -> np.ndarray:
+        """F of a factored Gram matrix (an error on a dense one)."""
+        assert self.factor is not None, "a dense Gram matrix has no factor"
+        return self.factor
+
+    @property
+    def matrix(self) -> np.ndarray:
+        """The dense matrix of a dense Gram matrix (an error on a factored one)."""
+        assert self.dense is not None, "a factored Gram matrix is not stored dense"
+        return self.dense
+
+    @property
     def nbytes(self) -> int:
-        return (self.dense if self.dense is not None else self.factor).nbytes
+        return (self.dense if self.dense is not None else self.low_rank).nbytes
 
     def full(self) -> np.ndarray:
-        return self.dense if self.dense is not None else self.factor @ self.factor.T
+        return self.dense if self.dense is not None else self.low_rank @ self.low_rank.T
 
     def diagonal(self) -> np.ndarray:
         if self.dense is not None:
             return self.dense.diagonal()
-        return np.einsum("ij,ij->i", self.factor, self.factor)
+        return np.einsum("ij,ij->i", self.low_rank, self.low_rank)
 
     def truncated(self) -> Gram:
         """Without the eigen-components below 1e-5 × the largest eigenvalue (causal-learn)."""
@@ -189,7 +201,7 @@ class Gram:
             vectors, singular_values, _ = np.linalg.svd(self.factor, full_matrices=False)
             eigenvalues = singular_values**2
         else:
-            eigenvalues, vectors = np.linalg.eigh(0.5 * (self.dense + self.dense.T))
+            eigenvalues, vectors = np.linalg.eigh(0.5 * (self.matrix + self.matrix.T))
         keep = eigenvalues > eigenvalues.max() * EIGEN_THRESHOLD
         return Gram(factor=vectors[:, keep] * np.sqrt(eigenvalues[keep]))
 
@@ -220,9 +232,15 @@ class ResidualMaker:
         return sum(p.nbytes for p in parts if p is not None)
 
     @property
+    def low_rank(self) -> tuple[np.ndarray, np.ndarray]:
+        """(U, Q) of the low-rank form (an error on the dense one)."""
+        assert self.basis is not None and self.scaled_basis is not None, "a dense residual maker"
+        return self.basis, self.scaled_basis
+
+    @property
     def rank(self) -> int:
         """Rank of the correction I − R_z (n for the dense form)."""
-        return self.dense.shape[0] if self.dense is not None else self.basis.shape[1]
+        return self.dense.shape[0] if self.dense is not None else self.low_rank[0].shape[1]
 
     def residualize(self, gram: Gram) -> Gram:
         """R_z K R_z, in the same form as K."""
@@ -230,12 +248,13 @@ class ResidualMaker:
             factor = gram.factor
             if self.dense is not None:
                 return Gram(factor=self.dense @ factor)
-            return Gram(factor=factor - self.scaled_basis @ (self.basis.T @ factor))
-        kernel = gram.dense
+            basis, scaled_basis = self.low_rank
+            return Gram(factor=factor - scaled_basis @ (basis.T @ factor))
+        kernel = gram.matrix
         if self.dense is not None:
             return Gram(dense=self.dense @ (kernel @ self.dense))
         # (I − Q Uᵀ) K (I − U Qᵀ) = K − Q Tᵀ − T Qᵀ with G = K U, T = G − ½ Q (Uᵀ G)
-        u, q = self.basis, self.scaled_basis
+        u, q = self.low_rank
         g = kernel @ u
         t = g - 0.5 * (q @ (u.T @ g))
         return Gram(dense=kernel - np.hstack([q, t]) @ np.hstack([t, q]).T)
@@ -415,7 +434,7 @@ class KCI(CITest):
         """``gram`` as a dense matrix, a factor's F Fᵀ written into work buffer ``which``."""
         if gram.dense is not None:
             return gram.dense
-        return np.matmul(gram.factor, gram.factor.T, out=self._buffer(which))
+        return np.matmul(gram.low_rank, gram.low_rank.T, out=self._buffer(which))
 
     def _unconditional(self, x: int, y: int) -> tuple[float, float]:
         """HSIC V-statistic tr(K̃x K̃y) with causal-learn's gamma moments

@@ -97,6 +97,7 @@ def _run_algorithm(state: EpisodeState, args: RunAlgorithmArgs) -> ToolResult:
     if not result.ok:
         return ToolResult.failure(f"{args.name} failed on {scope}: {result.error}", data)
     graph = result.full_graph(state.names)
+    assert graph is not None  # a result that is ok has a graph
     lines = [f"{args.name} ({_format_params(result.params)}) on {scope} returned a "
              f"{result.graph_type} with {graph_summary(graph)}:", graph.to_text()]
     if args.save_as is not None:
@@ -194,7 +195,7 @@ def _orientation_probe(state: EpisodeState, args: PairProbeArgs) -> ToolResult:
 
 
 def _deletion_log(state: EpisodeState, args: NoArgs) -> ToolResult:
-    seed = state.evidence.guided_start()
+    seed = state.require_evidence().guided_start()
     log = seed.deletion_log
     n_pairs = state.d * (state.d - 1) // 2
     lines = [f"Deletion log of PC with {seed.ci_test} (alpha = {seed.alpha}), the starting "
@@ -213,7 +214,7 @@ def _deletion_log(state: EpisodeState, args: NoArgs) -> ToolResult:
 
 
 def _repair_evidence(state: EpisodeState, args: RepairEvidenceArgs) -> ToolResult:
-    table = state.evidence.repair_evidence()
+    table = state.require_evidence().repair_evidence()
     algorithms = table.settings.get("algorithms", [])
     legend = [
         "Repair evidence for PC-KCI's output (the starting graph): one row per pair, "

@@ -81,6 +81,13 @@ class EpisodeState:
         self.answer: Any = None
 
     # ---- names ----------------------------------------------------------------------------
+
+    def require_evidence(self) -> EvidenceProvider:
+        """The episode's evidence provider (PC-KCI's start, the pair and repair tables)."""
+        if self.evidence is None:
+            raise HeuresisError("this episode state has no evidence provider (build it with "
+                                "evidence=EvidenceProvider(...))")
+        return self.evidence
     def variable(self, name: str) -> int:
         """Column index of a variable name; unknown names list the known ones."""
         try:

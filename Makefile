@@ -7,7 +7,7 @@ EXTRAS ?= dev,rl,llm,ray,mcp,effects
 # the browser tests drive Debian's chromium with Playwright (no browser download)
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: install browser demo test test-fast lint clean
+.PHONY: install browser demo test test-fast lint typecheck clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -32,15 +32,20 @@ browser:
 		     "(install Debian's chromium package to run them)"; \
 	fi
 
-# The whole test suite, slow end-to-end tests included (they run on small settings).
-test: install browser
+# Lint, type check, then the whole test suite, slow end-to-end tests included (they run on
+# small settings).
+test: lint typecheck browser
 	$(BIN)/python -m pytest -q
 
-test-fast: install browser
+test-fast: lint typecheck browser
 	$(BIN)/python -m pytest -q -m "not slow"
 
 lint: install
 	$(BIN)/ruff check heuresis_env agents baselines tests benchmarks examples
+
+# mypy on heuresis_env (configuration in pyproject.toml: strict on the public API)
+typecheck: install
+	$(BIN)/python -m mypy
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -70,15 +70,29 @@ def run_with_ray(spec: RunSpec, tasks: Sequence[EpisodeTask], workers: int,
     ray = import_ray()
     connected_here = False
     if not ray.is_initialized():
-        options: dict[str, Any] = {"runtime_env": runtime_environment(extra_paths),
-                                   "include_dashboard": False}
+        environment = runtime_environment(extra_paths)
+        options: dict[str, Any] = {"include_dashboard": False}
+        saved = dict(os.environ)
         if address is None:
+            # a local cluster inherits this process's environment; a runtime_env would make
+            # Ray start every worker through a shell line that breaks on a Python path with
+            # a space (e.g. a checkout under "/tmp/ci check")
             options["num_cpus"] = workers
+            variables = dict(environment["env_vars"])
+            variables["PYTHONPATH"] = os.pathsep.join(
+                p for p in (*variables["PYTHONPATH"].split(os.pathsep)[:-1],
+                            os.environ.get("PYTHONPATH", "")) if p)
+            os.environ.update(variables)
+        else:
+            options["runtime_env"] = environment
         try:
             ray.init(address=address, **options)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             where = f"the Ray cluster at {address!r}" if address else "a local Ray instance"
             raise HeuresisError(f"could not start or reach {where}: {exc}") from None
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
         connected_here = True
     actor_class = ray.remote(num_cpus=1, max_restarts=0)(EpisodeActor)
     actors: list[Any] = []

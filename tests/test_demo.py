@@ -18,9 +18,10 @@ def test_the_shipped_rl_policy_is_registered_and_loads_without_options():
     assert policy.interface == "rl"
     shipped = json.loads((Path(sys.modules[type(policy).__module__].SHIPPED_MODEL_DIR)
                           / "report.json").read_text())
-    # the shipped model's own training report: trained on wild dev instances, tested on test
-    assert shipped["family"] == "wild" and policy.d == shipped["d"]
-    assert len(shipped["test_indices"]) >= 30
+    # the default model's own training report: the all-family policy on the repair table,
+    # trained on dev instances of the six families, tested on test instances
+    assert shipped["family"] == "all" and policy.d == shipped["d"] == 10
+    assert policy.layout == 2 and len(shipped["test_indices"]) >= 22
 
 
 @pytest.mark.slow

@@ -28,6 +28,8 @@ __all__ = [
     "ARCHITECTURES",
     "CONFIG_FILE",
     "MODEL_FILE",
+    "DEFAULT_MODEL",
+    "SHIPPED_MODELS",
     "SHIPPED_MODEL_DIR",
     "RLPolicy",
     "SubmitStartPolicy",
@@ -43,9 +45,21 @@ ALGORITHMS = ("maskable_ppo", "ppo")
 ARCHITECTURES = ("pairwise", "mlp")
 MODEL_FILE = "model.zip"
 CONFIG_FILE = "policy.json"
-#: the repair policy shipped with the package (trained by ``heuresis train`` on ``wild``; its
-#: ``report.json`` records how) — what :func:`load` returns without a path
-SHIPPED_MODEL_DIR = Path(__file__).resolve().parent.parent / "data" / "rl_repair_wild"
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+#: the repair policies shipped with the package, by name (each directory's ``report.json`` and
+#: ``README.md`` record the command that trained it): ``all``, the all-family policy on the
+#: repair table (observation layout 2) — the default; one per benchmark family (layout 2,
+#: trained on that family's development instances only); ``wild-layout1``, the first shipped
+#: policy (layout 1, no repair table, trained on ``wild`` at n = 200)
+SHIPPED_MODELS: dict[str, Path] = {
+    "all": DATA_DIR / "rl_repair_all",
+    **{family: DATA_DIR / "rl_repair_families" / family
+       for family in ("lg", "anm", "hetero", "wild", "mixed", "gauntlet")},
+    "wild-layout1": DATA_DIR / "rl_repair_wild",
+}
+#: the model :func:`load` returns without a path or a model name
+DEFAULT_MODEL = "all"
+SHIPPED_MODEL_DIR = SHIPPED_MODELS[DEFAULT_MODEL]
 
 
 class SubmitStartPolicy(Policy):
@@ -183,12 +197,20 @@ def algorithm_class(algo: str) -> type:
 
 
 def load(path: str | os.PathLike | None = None, deterministic: bool = True, seed: int = 0,
-         device: str = "cpu") -> RLPolicy:
+         device: str = "cpu", model: str | None = None) -> RLPolicy:
     """A trained policy from a training directory (or its ``model.zip``); the ``rl`` factory.
 
-    Without ``path``, the policy shipped in ``agents/data/rl_repair_wild``
+    ``model`` names a shipped policy instead (:data:`SHIPPED_MODELS`: ``all``, a family name,
+    ``wild-layout1``); without either, the all-family policy in ``agents/data/rl_repair_all``
     (:data:`SHIPPED_MODEL_DIR`)."""
-    path = Path(SHIPPED_MODEL_DIR if path is None else path)
+    if path is not None and model is not None:
+        raise HeuresisError("give the RL policy a path or a shipped model name, not both "
+                            f"(path={str(path)!r}, model={model!r})")
+    if path is None:
+        name = DEFAULT_MODEL if model is None else str(model)
+        check_choice("shipped RL model", name, tuple(SHIPPED_MODELS))
+        path = SHIPPED_MODELS[name]
+    path = Path(path)
     directory = path.parent if path.suffix == ".zip" else path
     model_file = path if path.suffix == ".zip" else path / MODEL_FILE
     config_file = directory / CONFIG_FILE

@@ -19,6 +19,7 @@ from agents.rl import (
     MODEL_FILE,
     OBSERVATION_KEYS,
     SHIPPED_MODEL_DIR,
+    SHIPPED_MODELS,
     PairwiseMaskablePolicy,
     RLPolicy,
     SubmitStartPolicy,
@@ -92,18 +93,18 @@ def test_submit_start_policy_scores_pc_kci_output():
 def test_shipped_model_loads_through_the_class_path_its_archive_names():
     """The shipped model.zip was saved when agents.rl was one module and names its policy class
     agents.rl.PairwiseMaskablePolicy; the package re-exports it, so ``load()`` still works."""
-    with zipfile.ZipFile(SHIPPED_MODEL_DIR / MODEL_FILE) as archive:
+    with zipfile.ZipFile(SHIPPED_MODELS["wild-layout1"] / MODEL_FILE) as archive:
         recorded = json.loads(archive.read("data"))["policy_class"]
     assert recorded["__module__"] == "agents.rl"
     assert pickle.loads(base64.b64decode(recorded[":serialized:"])) is PairwiseMaskablePolicy
-    policy = load()
+    policy = load(model="wild-layout1")
     assert type(policy.model.policy) is PairwiseMaskablePolicy
     assert policy.d == 10 and policy.config["architecture"] == "pairwise"
 
 
 def test_a_layout_1_model_acts_on_a_layout_2_observation():
-    """The shipped model predates the repair table (layout 1): it reads the keys it knows."""
-    policy = load()
+    """The first shipped model predates the repair table (layout 1): it reads the keys it knows."""
+    policy = load(model="wild-layout1")
     assert policy.layout == 1 and set(OBSERVATION_KEYS) - set(FLAT_KEYS[1]) == {
         "repair", "repair_available"}
     env = gym.make(env_id("wild"), interface="rl", guided=True, d=10, n=200, indices=[0])
@@ -126,8 +127,9 @@ def test_a_model_of_an_unknown_layout_is_refused_by_name(change, message, tmp_pa
         load(tmp_path)
 
 
-def test_the_shipped_all_family_model_reads_the_repair_table():
-    policy = load(SHIPPED_MODEL_DIR.parent / "rl_repair_all")
+def test_the_shipped_all_family_model_is_the_default_and_reads_the_repair_table():
+    policy = load()
+    assert SHIPPED_MODEL_DIR == SHIPPED_MODELS["all"]
     assert policy.layout == 2 and policy.config["family"] == "all"
     assert policy.model.policy.features_extractor.reads_repair
     env = gym.make(env_id("lg"), interface="rl", guided=True, d=10, n=200, indices=[0])
@@ -137,3 +139,19 @@ def test_the_shipped_all_family_model_reads_the_repair_table():
     assert np.all(probabilities[~env.unwrapped.action_masks()] == 0)
     changed = {**observation, "repair": np.zeros_like(observation["repair"])}
     assert not np.allclose(policy.action_probabilities(changed), probabilities)
+
+
+@pytest.mark.parametrize("family", ["lg", "anm", "hetero", "wild", "mixed", "gauntlet"])
+def test_each_family_has_a_shipped_layout_2_model_trained_on_it(family):
+    policy = load(model=family)
+    assert policy.layout == 2 and policy.config["family"] == family and policy.d == 10
+    report = json.loads((SHIPPED_MODELS[family] / "report.json").read_text())
+    assert report["family"] == family and report["n"] == 600
+    assert len(report["dev_indices"]) == 10  # the frozen design: dev instances 0-9
+
+
+def test_a_shipped_model_name_must_exist_and_exclude_a_path(tmp_path):
+    with pytest.raises(HeuresisError, match="'everything'.*all"):
+        load(model="everything")
+    with pytest.raises(HeuresisError, match="not both"):
+        load(tmp_path, model="lg")

@@ -284,6 +284,7 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
             if provenance.empty:
                 provenance.notes.append("No run has traces with a final graph.")
             document.add(TableBlock(provenance))
+            document.add(TableBlock(tables.repair_table(cells, settings)))
     else:
         document.add(Paragraph("Skipped (trace analysis turned off)."))
 

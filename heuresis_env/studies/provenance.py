@@ -9,6 +9,9 @@ graph with PC-KCI's output on the instance:
 - the **added edges**: pairs adjacent in the final graph but not in PC-KCI's output;
 - the added edges that appear in **no output the policy called** (partial outputs count on the
   pairs they cover);
+- the **repairs** of PC-KCI's output: the added pairs that are true edges against the
+  true edges PC-KCI deleted (precision and recall of the restores), and the pairs PC-KCI
+  kept that the final graph drops, against PC-KCI's false adjacencies (of the removals);
 - the **merge of the called outputs**: merge_k over the full-variable outputs of the episode,
   with k chosen per policy and family in hindsight (merge*; an episode with fewer outputs than
   k merges with all of them, min(k, K)).
@@ -119,6 +122,10 @@ class EpisodeProvenance:
     pc_kci_f1: float
     true_dag: Graph
     full_outputs: list[Graph] = field(default_factory=list)
+    n_wrong_deletions: int = 0      # true edges PC-KCI's output lacks
+    n_removed: int = 0              # pairs of PC-KCI's output the final graph drops
+    n_removed_false: int = 0        # of those, not edges of the true DAG
+    n_false_keeps: int = 0          # pairs of PC-KCI's output that are not true edges
 
 
 def episode_provenance(run: RunDirectory, episode: EpisodeRecord) -> EpisodeProvenance | None:
@@ -154,6 +161,7 @@ def episode_provenance(run: RunDirectory, episode: EpisodeRecord) -> EpisodeProv
         if call.variables is None or set(call.variables) == set(names):
             full_outputs.append(embedded)
     added = np.triu(final.skeleton() & ~pc_graph.skeleton(), 1)
+    removed = np.triu(pc_graph.skeleton() & ~final.skeleton(), 1)
     truth = true_dag.skeleton()
     unexplained = added & ~covered
     return EpisodeProvenance(
@@ -162,7 +170,10 @@ def episode_provenance(run: RunDirectory, episode: EpisodeRecord) -> EpisodeProv
         n_added_unexplained=int(unexplained.sum()),
         n_added_unexplained_true=int((unexplained & truth).sum()),
         final_f1=adjacency_f1(final, true_dag), pc_kci_f1=adjacency_f1(pc_graph, true_dag),
-        full_outputs=full_outputs, true_dag=true_dag)
+        full_outputs=full_outputs, true_dag=true_dag,
+        n_wrong_deletions=int(np.triu(truth & ~pc_graph.skeleton(), 1).sum()),
+        n_removed=int(removed.sum()), n_removed_false=int((removed & ~truth).sum()),
+        n_false_keeps=int(np.triu(pc_graph.skeleton() & ~truth, 1).sum()))
 
 
 @dataclass
@@ -187,6 +198,34 @@ class ProvenanceCell:
     merge_instances: list[InstanceId]
     merge_instance_f1: list[float]
     policy_instance_f1: list[float]
+    n_wrong_deletions: int = 0
+    n_removed: int = 0
+    n_removed_false: int = 0
+    n_false_keeps: int = 0
+    #: per instance (mean over repeats): F1 of the final graph and of PC-KCI's output
+    instances: list[InstanceId] = field(default_factory=list)
+    final_instance_f1: list[float] = field(default_factory=list)
+    pc_kci_instance_f1: list[float] = field(default_factory=list)
+
+    @property
+    def restore_precision(self) -> float:
+        """Share of the added pairs that are true edges."""
+        return self.n_added_true / self.n_added if self.n_added else math.nan
+
+    @property
+    def restore_recall(self) -> float:
+        """Share of PC-KCI's wrong deletions (true edges it lacks) the policy restored."""
+        return self.n_added_true / self.n_wrong_deletions if self.n_wrong_deletions else math.nan
+
+    @property
+    def removal_precision(self) -> float:
+        """Share of the removed pairs of PC-KCI's output that are not true edges."""
+        return self.n_removed_false / self.n_removed if self.n_removed else math.nan
+
+    @property
+    def removal_recall(self) -> float:
+        """Share of PC-KCI's false adjacencies the policy removed."""
+        return self.n_removed_false / self.n_false_keeps if self.n_false_keeps else math.nan
 
 
 def _instance_means(keys: Sequence[InstanceId], values: Sequence[float]
@@ -214,6 +253,9 @@ def provenance_cell(label: str, family: str,
     keys = [p.episode.instance for p in mergeable]
     merge_instances, merge_instance_f1 = _instance_means(keys, merge_values)
     _, policy_instance_f1 = _instance_means(keys, [p.final_f1 for p in mergeable])
+    every = [p.episode.instance for p in items]
+    instances, final_instance_f1 = _instance_means(every, [p.final_f1 for p in items])
+    _, pc_kci_instance_f1 = _instance_means(every, [p.pc_kci_f1 for p in items])
     return ProvenanceCell(
         label=label, family=family, n_episodes=len(items), n_without_trace=n_without_trace,
         n_calls=sum(p.n_calls for p in items),
@@ -227,4 +269,10 @@ def provenance_cell(label: str, family: str,
                                      else math.nan),
         pc_kci_f1=float(np.mean([p.pc_kci_f1 for p in items])) if items else math.nan,
         merge_f1_by_k=means, merge_instances=merge_instances,
-        merge_instance_f1=merge_instance_f1, policy_instance_f1=policy_instance_f1)
+        merge_instance_f1=merge_instance_f1, policy_instance_f1=policy_instance_f1,
+        n_wrong_deletions=sum(p.n_wrong_deletions for p in items),
+        n_removed=sum(p.n_removed for p in items),
+        n_removed_false=sum(p.n_removed_false for p in items),
+        n_false_keeps=sum(p.n_false_keeps for p in items),
+        instances=instances, final_instance_f1=final_instance_f1,
+        pc_kci_instance_f1=pc_kci_instance_f1)

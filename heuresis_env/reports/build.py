@@ -35,6 +35,7 @@ from heuresis_env.reports.document import (
 from heuresis_env.reports.html import to_html
 from heuresis_env.reports.loading import (
     BCA,
+    GUIDED_START,
     PC_KCI,
     Arm,
     LoadedRuns,
@@ -271,7 +272,7 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
         from tqdm.auto import tqdm
 
 
-        arms = [a for a in loaded.arms if a.trace_count() and a.policy != PC_KCI]
+        arms = [a for a in loaded.arms if a.trace_count() and a.policy not in (PC_KCI, GUIDED_START)]
         try:
             cells = [arm_provenance(arm, families)
                      for arm in tqdm(arms, desc="Table 4 (traces)", disable=not progress,

@@ -41,7 +41,10 @@ SIZE_FIELDS = ("d", "n")
 CONDITION_FIELDS = ("guided", "toolbox", "prompt_level", "target")
 #: the reference policies' fixed names
 BCA, ORACLE, PC_KCI = "bca", "oracle", "pc-kci"
-REFERENCE_POLICIES = (BCA, ORACLE, PC_KCI)
+#: PC-KCI's output submitted unchanged in the guided condition (the RL package's
+#: ``guided-start`` policy): the PC-KCI reference of a report without a ``pc-kci`` run
+GUIDED_START = "guided-start"
+REFERENCE_POLICIES = (BCA, ORACLE, PC_KCI, GUIDED_START)
 
 
 def run_names(paths: Sequence[Path]) -> list[str]:
@@ -254,7 +257,8 @@ def _assign_labels(arms: list[Arm]) -> None:
             parts = [_condition_text(k, arm.settings.get(k)) for k in varying]
             parts += [f"{k}={arm.size.get(k)}" for k in size_varying]
             if not named:  # a policy's own name already tells its option sets apart
-                parts += [f"{k}={arm.policy_options.get(k)}" for k in shown]
+                parts += [f"{k}={arm.policy_options[k]}" if k in arm.policy_options
+                          else f"{k}=default" for k in shown]
             base = str(arm.policy_options.get("name") or policy) if named else policy
             if not parts and not named:
                 parts = [f"arm {number}"]
@@ -286,6 +290,13 @@ def build_arms(runs: Sequence[RunDirectory]) -> list[Arm]:
     ordered = sorted(arms.values(), key=lambda a: (a.is_reference, a.policy, a.key))
     _assign_labels(ordered)
     return ordered
+
+
+def pc_kci_arm(arms: Sequence[Arm]) -> Arm | None:
+    """PC-KCI's reference arm: the ``pc-kci`` run, else the ``guided-start`` run (the same
+    output, submitted unchanged in the guided condition)."""
+    found = reference_arm(arms, PC_KCI)
+    return found if found is not None else reference_arm(arms, GUIDED_START)
 
 
 def reference_arm(arms: Sequence[Arm], policy: str, for_arm: Arm | None = None) -> Arm | None:

@@ -429,6 +429,33 @@ def test_residual_gain_intervals_cover_a_known_difference(tmp_path):
     assert 0.85 * expected_width < float(np.mean(widths)) < 1.1 * expected_width
 
 
+def test_the_guided_start_run_is_the_pc_kci_reference_and_labels_name_default_options(
+        tmp_path):
+    """A report of guided repair runs: ``guided-start`` (PC-KCI's output submitted unchanged)
+    gives Table 6a its PC-KCI column and is not ranked as a policy; an arm without an option
+    the others set is labelled with ``=default``."""
+    from dataclasses import replace
+
+    from heuresis_env.reports.tables import reference_table
+
+    guided = replace(FIXTURE_SETTINGS, guided=True)
+    write_synthetic_run(tmp_path / "start", "guided-start", [0.5, 0.6, 0.7], settings=guided)
+    write_synthetic_run(tmp_path / "bca", "bca", [0.6, 0.6, 0.7], settings=guided)
+    write_synthetic_run(tmp_path / "rl", "rl", [0.7, 0.6, 0.8], settings=guided)
+    run = write_synthetic_run(tmp_path / "rl-lg", "rl", [0.6, 0.7, 0.9], settings=guided)
+    config = json.loads((run / "config.json").read_text())
+    config["policy_options"] = {"model": "lg"}
+    (run / "config.json").write_text(json.dumps(config))
+    loaded = load_runs([tmp_path / name for name in ("start", "bca", "rl", "rl-lg")])
+    assert sorted(arm.label for arm in loaded.arms) == [
+        "bca", "guided-start", "rl [model=default]", "rl [model=lg]"]
+    settings = Settings(n_resamples=500)
+    row = reference_table(loaded, settings).values[0]
+    assert math.isclose(row["pc_kci"], 0.6) and math.isclose(row["selection_headroom"], 1 / 30)
+    assert {r["label"] for r in gain_table(loaded, settings).values} == {
+        "rl [model=default]", "rl [model=lg]"}
+
+
 def test_finished_view_drops_truncated_instances_from_both_sides(tmp_path):
     write_synthetic_run(tmp_path / "agent", "agent", [0.9, 0.1, 0.8, 0.7],
                         truncated=[False, True, False, True])

@@ -28,7 +28,10 @@ def test_the_shipped_rl_policy_is_registered_and_loads_without_options():
 def test_demo_runs_policies_with_the_rl_policy_guided_and_prints_the_headline(tmp_path):
     out = tmp_path / "demo"
     proc = subprocess.run(
-        [sys.executable, "-m", "heuresis_env.cli", "demo", "--count", "1", "--n", "100",
+        # n = 200, the default size: BCA_φ reads its shipped selection (at a size without one
+        # it would select on the fly, running every algorithm on 10 dev instances per family,
+        # which tests/baselines covers)
+        [sys.executable, "-m", "heuresis_env.cli", "demo", "--count", "1", "--n", "200",
          "--workers", "1", "--max-steps", "20", "--no-llm", "--out", str(out),
          "--policies", "pc-kci,bca,oracle,router,rl"],
         capture_output=True, text=True, timeout=1200)
@@ -49,10 +52,11 @@ def test_demo_runs_policies_with_the_rl_policy_guided_and_prints_the_headline(tm
     assert 'href="../viewer/index.html#' in (out / "report" / "report.html").read_text()
 
 
-def _demo(out: Path, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
+def _demo(out: Path, *extra: str, env: dict | None = None,
+          workers: int = 1) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "heuresis_env.cli", "demo", "--count", "1", "--workers", "1",
-         "--max-steps", "12", "--out", str(out), *extra],
+        [sys.executable, "-m", "heuresis_env.cli", "demo", "--count", "1", "--workers",
+         str(workers), "--max-steps", "12", "--out", str(out), *extra],
         capture_output=True, text=True, timeout=1200, env=env)
 
 
@@ -75,17 +79,27 @@ def test_demo_adds_a_configured_llm_and_notes_what_it_cannot_run(tmp_path):
     assert "the RL repair policy is skipped (trained at d = 10" in proc.stderr
     assert sorted(p.name for p in (tmp_path / "keyonly" / "runs").iterdir()) == ["pc-fisherz"]
 
-    # a local OpenAI-compatible server: the main job's own list gains the language-model policy
+    # a local OpenAI-compatible server: the main job's own list gains the language-model
+    # policy (BCA_φ left out: at d = 5 it has no shipped selection and would select on the
+    # fly); two workers, one pool for all the policies
     server = ChatServer(responder=HeuristicModel(), model=HEURISTIC_MODEL_NAME)
     try:
-        proc = _demo(tmp_path / "server", "--d", "5", "--n", "100", "--no-rl",
-                     env={**base, "HEURESIS_LLM_BASE_URL": server.url,
-                          "HEURESIS_LLM_MODEL": HEURISTIC_MODEL_NAME,
-                          "OPENAI_API_KEY": "loopback"})
+        proc = _demo(tmp_path / "server", "--d", "5", "--n", "100", "--no-rl", "--skip", "bca",
+                     workers=2, env={**base, "HEURESIS_LLM_BASE_URL": server.url,
+                                     "HEURESIS_LLM_MODEL": HEURISTIC_MODEL_NAME,
+                                     "OPENAI_API_KEY": "loopback"})
     finally:
         server.close()
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = (tmp_path / "server" / "runs" / "llm" / "results.jsonl").read_text().splitlines()
     assert len(lines) == 6
     assert all(json.loads(line)["tokens"] for line in lines)  # usage from the API's fields
-    assert "| llm |" in proc.stdout and "16 policies × 6 families × 1 instances" in proc.stdout
+    assert "| llm |" in proc.stdout and "15 policies × 6 families × 1 instances" in proc.stdout
+    runs = {p.name for p in (tmp_path / "server" / "runs").iterdir()}
+    assert "llm" in runs and "bca" not in runs and len(runs) == 15
+    # the job's policies shared one pool: at most two worker processes ran all the episodes
+    workers = {json.loads(line)["worker"]
+               for run in runs
+               for line in (tmp_path / "server" / "runs" / run / "results.jsonl")
+               .read_text().splitlines()}
+    assert 1 <= len(workers) <= 2

@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from heuresis_env.budgets import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STEPS
-from heuresis_env.evaluation import evaluate
+from heuresis_env.evaluation import evaluate_many
 from heuresis_env.evaluation.policies import (
     make_policy,
     registered_policies,
@@ -59,6 +59,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"wall budget per episode (default {DEFAULT_MAX_SECONDS:g} s)")
     parser.add_argument("--policies", default=None,
                         help="comma-separated policy names (default: the main job's list)")
+    parser.add_argument("--skip", default="",
+                        help="comma-separated policy names to leave out (e.g. bca,notears-mlp)")
     parser.add_argument("--rl-model", type=Path, default=None,
                         help="a trained RL repair policy's directory (`heuresis train --out`); "
                              "default: the one shipped with the `rl` policy")
@@ -77,6 +79,12 @@ def run(args: argparse.Namespace) -> int:
     registered = {**registered_policies(), **registered_references()}
     wanted = DEMO_POLICIES if args.policies is None else tuple(
         p.strip() for p in args.policies.split(",") if p.strip())
+    skipped = {p.strip() for p in args.skip.split(",") if p.strip()}
+    unknown = sorted(skipped - {*DEMO_POLICIES, *wanted, RL_POLICY, LLM_POLICY})
+    if unknown:
+        print(f"note: --skip names {', '.join(unknown)}, which the job would not run anyway",
+              file=sys.stderr)
+    wanted = tuple(p for p in wanted if p not in skipped)
     plan: list[tuple[str, str, dict]] = []  # (run name, policy spec, options)
     for name in wanted:
         if name in (RL_POLICY, LLM_POLICY):
@@ -103,11 +111,12 @@ def run(args: argparse.Namespace) -> int:
             return
         plan.append((name, name, options))
 
-    if not args.no_rl and (args.policies is None or RL_POLICY in wanted):
+    if not args.no_rl and RL_POLICY not in skipped and (args.policies is None
+                                                         or RL_POLICY in wanted):
         join(RL_POLICY, {} if args.rl_model is None else {"path": str(args.rl_model)},
              "the RL repair policy")
-    if not args.no_llm and (LLM_POLICY in wanted if args.policies is not None
-                            else llm_configured()):
+    if not args.no_llm and LLM_POLICY not in skipped and (
+            LLM_POLICY in wanted if args.policies is not None else llm_configured()):
         join(LLM_POLICY, {}, "the language-model policy")
     if not plan:
         print("no policy to run: install the package (pip install -e .) so its entry points "
@@ -118,15 +127,17 @@ def run(args: argparse.Namespace) -> int:
     # a repair policy edits the guided start (PC-KCI's output): same budgets, guided condition
     repair_settings = replace(settings, guided=True)
     started = time.perf_counter()
-    run_dirs = []
+    runs = []
     for run_name, spec, options in plan:
         print(f"[{run_name}] {args.count} test instances × 6 families", file=sys.stderr)
-        summary = evaluate(spec, families="all", split="test", count=args.count,
-                           settings=repair_settings if spec == RL_POLICY else settings,
-                           workers=args.workers,
-                           out_dir=args.out / "runs" / run_name, policy_options=options,
-                           d=args.d, n=args.n, progress=sys.stderr.isatty())
-        run_dirs.append(summary.out_dir)
+        runs.append({"policy_spec": spec, "families": "all", "split": "test",
+                     "count": args.count,
+                     "settings": repair_settings if spec == RL_POLICY else settings,
+                     "out_dir": args.out / "runs" / run_name, "policy_options": options,
+                     "d": args.d, "n": args.n})
+    # one pool of workers for every policy: each worker imports the package once
+    summaries = evaluate_many(runs, workers=args.workers, progress=sys.stderr.isatty())
+    run_dirs = [summary.out_dir for summary in summaries]
     report = build_report(run_dirs, args.out / "report", progress=False,
                           viewer="../viewer/index.html")
     viewer = build_site(run_dirs, args.out / "viewer")

@@ -18,7 +18,8 @@ import socket
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections import deque
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -333,6 +334,90 @@ class EpisodeRunner:
                 policy.close()
         finally:
             shutil.rmtree(self._work_dir, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class RunRefused:
+    """What a worker returns instead of an outcome when a run's policy cannot start there
+    (its message says why): the job drops the run's other episodes and goes on."""
+
+    message: str
+
+
+class JobQueue:
+    """Hands a job's episodes ``(run, task)`` to its workers, keeping each worker on one
+    run's policy as long as it can: starting a policy (its process, its imports, a model) costs
+    seconds, an episode served from cache milliseconds.
+
+    A worker stays with the run it is serving while that run has episodes left; then it takes
+    the first run no other worker is serving; when every run with episodes left is being
+    served, it joins the one with the most left. A worker never returns to a run it left (the
+    run had no episode left), so it holds one policy at a time (:class:`RunnerSlot`).
+    """
+
+    def __init__(self, items: Iterable[tuple[int, EpisodeTask]]):
+        self._pending: dict[int, deque[EpisodeTask]] = {}  # in the runs' order
+        for run, task in items:
+            self._pending.setdefault(run, deque()).append(task)
+        self._serving: dict[Hashable, int] = {}
+
+    def __len__(self) -> int:
+        return sum(len(tasks) for tasks in self._pending.values())
+
+    def next_for(self, worker: Hashable) -> tuple[int, EpisodeTask] | None:
+        """The next episode for ``worker``, or None when none is left."""
+        runs = [run for run, tasks in self._pending.items() if tasks]
+        if not runs:
+            self._serving.pop(worker, None)
+            return None
+        current = self._serving.get(worker)
+        if current not in runs:
+            served = {run for other, run in self._serving.items() if other != worker}
+            free = [run for run in runs if run not in served]
+            current = free[0] if free else max(runs, key=lambda run: len(self._pending[run]))
+        self._serving[worker] = current
+        return current, self._pending[current].popleft()
+
+    def drop(self, run: int) -> int:
+        """Drop the episodes of ``run`` not handed out yet (its policy cannot start); returns
+        how many."""
+        tasks = self._pending.pop(run, deque())
+        return len(tasks)
+
+
+class RunnerSlot:
+    """The :class:`EpisodeRunner` of the run a worker is serving, for a worker that serves
+    several runs (a pool shared by the policies of one job): one runner at a time, built when
+    the first episode of a run arrives and closed (its policy process ended) when an episode of
+    another run does. A :class:`JobQueue` never sends a worker back to a run it left; if one
+    did, the runner would be built again."""
+
+    def __init__(self, specs: Sequence[RunSpec], worker: str):
+        self.specs = list(specs)
+        self.worker = worker
+        self._current: tuple[int, EpisodeRunner] | None = None
+
+    def runner(self, run: int) -> EpisodeRunner:
+        """The runner of run ``run`` (an index into ``specs``); builds it when needed."""
+        if self._current is not None and self._current[0] == run:
+            return self._current[1]
+        self.close()
+        self._current = (run, EpisodeRunner(self.specs[run], self.worker))
+        return self._current[1]
+
+    def run(self, run: int, task: EpisodeTask) -> EpisodeOutcome | RunRefused:
+        """The episode's outcome, or :class:`RunRefused` when the run's policy cannot start
+        here (a :class:`HeuresisError` saying why; anything else is raised)."""
+        try:
+            runner = self.runner(run)
+        except HeuresisError as exc:
+            return RunRefused(str(exc))
+        return runner.run(task)
+
+    def close(self) -> None:
+        current, self._current = self._current, None
+        if current is not None:
+            current[1].close()
 
 
 def _exception_name(exc: BaseException) -> str:

@@ -1,7 +1,13 @@
-"""The local backend: episodes in ``workers`` spawned processes, each holding one policy.
+"""The local backend: episodes in ``workers`` spawned processes, one pool for a whole job.
 
-Outcomes are yielded as episodes end; a worker that dies or fails stops the run with a message
-(finished episodes are saved by the caller, so rerunning resumes).
+A job is one or more runs (the policies of ``heuresis demo``, say): the workers are started
+once and import the package once. The parent hands each worker its next episode
+(:class:`JobQueue`: a worker stays with one run's policy while that run has episodes left, so
+a policy process is started about once per run rather than once per run and worker); each
+worker holds the runner (the policy process) of the run it is serving (:class:`RunnerSlot`).
+Outcomes are yielded as episodes end, tagged with their run; a worker that dies or fails
+stops the job with a message (finished episodes are saved by the caller, so rerunning
+resumes).
 """
 
 from __future__ import annotations
@@ -20,11 +26,14 @@ from typing import Any
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evaluation.episode import (
     EpisodeOutcome,
-    EpisodeRunner,
     EpisodeTask,
+    JobQueue,
+    RunnerSlot,
+    RunRefused,
     RunSpec,
     worker_name,
 )
+from heuresis_env.evaluation.policy_process import runner_protected
 from heuresis_env.threads import limit_threads
 
 
@@ -35,37 +44,42 @@ def _exit_when_orphaned(parent_pid: int) -> None:
             os._exit(3)
 
 
-def _worker_main(spec: RunSpec, tasks, results, parent_pid: int) -> None:
-    """A spawned worker: one policy instance, episodes from ``tasks`` until a ``None``."""
+def _worker_main(specs: Sequence[RunSpec], slot_index: int, tasks, results,
+                 parent_pid: int) -> None:
+    """A spawned worker: episodes ``(run, task)`` from its own queue ``tasks`` until a
+    ``None``, each on the runner of its run (``specs[run]``; one policy process at a time).
+    Messages to the parent: ``(kind, slot_index, name, (run, episode), payload)``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
     limit_threads()  # N workers on N cores, not N × BLAS threads
     threading.Thread(target=_exit_when_orphaned, args=(parent_pid,), daemon=True).start()
     name = worker_name()
-    try:
-        runner = EpisodeRunner(spec, name)
-    except HeuresisError as exc:  # a policy that cannot start: its message says why
-        results.put(("refused", name, None, str(exc)))
-        return
-    except BaseException:  # noqa: BLE001 - reported to the parent, which stops the run
-        results.put(("fatal", name, None, traceback.format_exc()))
-        return
-    try:
-        while True:
-            task = tasks.get()
-            if task is None:
-                break
-            results.put(("started", name, task.episode_id, None))
-            try:
-                outcome = runner.run(task)
-            except BaseException:  # noqa: BLE001
-                results.put(("fatal", name, task.episode_id, traceback.format_exc()))
-                return
-            results.put(("done", name, task.episode_id, outcome))
-    finally:
+
+    def say(kind: str, where: tuple | None, payload: Any = None) -> None:
+        results.put((kind, slot_index, name, where, payload))
+
+    # non-dumpable for its whole life, not only while a policy process lives: between two
+    # runs' policies, another worker's policy must not read this one's memory or environment
+    # (the test salt)
+    with runner_protected():
+        slot = RunnerSlot(specs, name)
         try:
-            runner.close()
+            while True:
+                item = tasks.get()
+                if item is None:
+                    break
+                run, task = item
+                say("started", (run, task.episode_id))
+                try:
+                    result = slot.run(run, task)  # an outcome, or the run's policy refused
+                except BaseException:  # noqa: BLE001 - reported; the parent stops the job
+                    say("fatal", (run, task.episode_id), traceback.format_exc())
+                    return
+                say("done", (run, task.episode_id), result)
         finally:
-            results.put(("exit", name, None, None))
+            try:
+                slot.close()
+            finally:
+                say("exit", None)
 
 
 def _stop_processes(processes: Sequence[Any], timeout: float = 5.0) -> None:
@@ -80,56 +94,79 @@ def _stop_processes(processes: Sequence[Any], timeout: float = 5.0) -> None:
             process.join(1.0)
 
 
-def run_local_processes(spec: RunSpec, tasks: Sequence[EpisodeTask], workers: int
-                        ) -> Iterator[EpisodeOutcome]:
-    """Run ``tasks`` on ``workers`` spawned processes; yields outcomes as episodes end."""
+def run_local_processes(specs: Sequence[RunSpec], items: Sequence[tuple[int, EpisodeTask]],
+                        workers: int) -> Iterator[tuple[int, EpisodeOutcome | RunRefused]]:
+    """Run the episodes ``items`` — ``(run, task)``, ``run`` an index into ``specs`` — on one
+    pool of ``workers`` spawned processes; yields ``(run, outcome)`` as episodes end, and
+    ``(run, RunRefused)`` when a run's policy cannot start (its other episodes are dropped,
+    the job goes on)."""
     context = multiprocessing.get_context("spawn")
-    task_queue, result_queue = context.Queue(), context.Queue()
-    count = min(workers, len(tasks))
-    for task in tasks:
-        task_queue.put(task)
-    for _ in range(count):
-        task_queue.put(None)
+    result_queue = context.Queue()
+    count = min(workers, len(items))
+    task_queues = [context.Queue() for _ in range(count)]
+    job = JobQueue(items)
     processes = [context.Process(target=_worker_main, name=f"heuresis-worker-{k}",
-                                 args=(spec, task_queue, result_queue, os.getpid()))
+                                 args=(list(specs), k, task_queues[k], result_queue,
+                                       os.getpid()))
                  for k in range(count)]
     for process in processes:
         process.start()
-    remaining = len(tasks)
+    for k in range(count):
+        task_queues[k].put(job.next_for(k))
+    remaining = len(items)
     in_flight: dict[str, Any] = {}
     exited: set[str] = set()
     completed = False
     try:
         while remaining:
             try:
-                kind, name, episode, payload = result_queue.get(timeout=0.5)
+                kind, slot, name, where, payload = result_queue.get(timeout=0.5)
             except queue.Empty:
                 dead = [p for p in processes if p.exitcode is not None]
                 if dead:
                     _check_dead_workers(processes, result_queue, in_flight, exited)
                 continue
+            run, episode = where if where is not None else (None, None)
             if kind == "started":
                 in_flight[name] = episode
             elif kind == "done":
                 in_flight.pop(name, None)
                 remaining -= 1
-                yield payload
+                if isinstance(payload, RunRefused):
+                    remaining -= job.drop(run)
+                task_queues[slot].put(job.next_for(slot))  # before the caller saves this one
+                yield run, payload
             elif kind == "exit":
                 exited.add(name)
-            elif kind == "refused":
-                raise HeuresisError(payload)
             elif kind == "fatal":
-                where = f" while running episode {episode}" if episode else " while starting"
-                raise HeuresisError(f"worker {name} failed{where}; finished episodes are "
-                                    f"saved, rerun to resume. Its traceback:\n{payload}")
+                yield from _finished_in_queue(result_queue)
+                raise HeuresisError(f"worker {name} failed while running episode {episode}; "
+                                    f"finished episodes are saved, rerun to resume. Its "
+                                    f"traceback:\n{payload}")
         completed = True
     finally:
         if completed:
             for process in processes:
                 process.join(30.0)
         _stop_processes(processes)
-        task_queue.cancel_join_thread()
+        for task_queue in task_queues:
+            task_queue.cancel_join_thread()
         result_queue.cancel_join_thread()
+
+
+def _finished_in_queue(result_queue, wait: float = 1.0
+                       ) -> Iterator[tuple[int, EpisodeOutcome | RunRefused]]:
+    """Episodes other workers finished while the job was stopping (still in the queue), so
+    the caller saves them before the error."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            kind, _, _, where, payload = result_queue.get(
+                timeout=max(0.01, deadline - time.monotonic()))
+        except queue.Empty:
+            return
+        if kind == "done":
+            yield where[0], payload
 
 
 def _check_dead_workers(processes, result_queue, in_flight: dict[str, str],

@@ -1,4 +1,8 @@
-"""The Ray backend: episodes as Ray tasks on actors that each hold one policy instance.
+"""The Ray backend: episodes as Ray tasks on actors, one set of actors for a whole job.
+
+A job is one or more runs; the driver hands each actor its next episode (:class:`JobQueue`:
+an actor stays with one run's policy while that run has episodes left), and each actor holds
+the runner (the policy process) of the run it is serving (:class:`RunnerSlot`).
 
 It connects to an existing cluster (``address``, e.g. ``ray://head:10001`` or ``auto``), reuses
 a Ray session this process already started, or starts a local one with ``workers`` CPUs for
@@ -13,15 +17,16 @@ module path is passed on; on a remote cluster install the package there.
 from __future__ import annotations
 
 import os
-from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evaluation.episode import (
     EpisodeOutcome,
-    EpisodeRunner,
     EpisodeTask,
+    JobQueue,
+    RunnerSlot,
+    RunRefused,
     RunSpec,
     worker_name,
 )
@@ -42,17 +47,18 @@ def import_ray() -> Any:
 
 
 class EpisodeActor:
-    """A Ray actor: one :class:`EpisodeRunner` (one policy instance) running episodes."""
+    """A Ray actor: a :class:`RunnerSlot` (one policy instance at a time) running episodes of
+    the job's runs."""
 
-    def __init__(self, spec: RunSpec):
+    def __init__(self, specs: Sequence[RunSpec]):
         limit_threads()  # one BLAS thread per actor (one CPU each)
-        self.runner = EpisodeRunner(spec, worker_name("ray"))
+        self.slot = RunnerSlot(specs, worker_name("ray"))
 
-    def run(self, task: EpisodeTask) -> EpisodeOutcome:
-        return self.runner.run(task)
+    def run(self, run: int, task: EpisodeTask) -> EpisodeOutcome | RunRefused:
+        return self.slot.run(run, task)
 
     def close(self) -> None:
-        self.runner.close()
+        self.slot.close()
 
 
 def runtime_environment(extra_paths: Sequence[str]) -> dict[str, Any]:
@@ -63,10 +69,12 @@ def runtime_environment(extra_paths: Sequence[str]) -> dict[str, Any]:
     return {"env_vars": variables}
 
 
-def run_with_ray(spec: RunSpec, tasks: Sequence[EpisodeTask], workers: int,
-                 address: str | None = None, extra_paths: Sequence[str] = ()
-                 ) -> Iterator[EpisodeOutcome]:
-    """Run ``tasks`` on ``workers`` Ray actors; yields outcomes as episodes end."""
+def run_with_ray(specs: Sequence[RunSpec], items: Sequence[tuple[int, EpisodeTask]],
+                 workers: int, address: str | None = None, extra_paths: Sequence[str] = ()
+                 ) -> Iterator[tuple[int, EpisodeOutcome | RunRefused]]:
+    """Run the episodes ``items`` — ``(run, task)``, ``run`` an index into ``specs`` — on
+    ``workers`` Ray actors; yields ``(run, outcome)`` as episodes end, and ``(run,
+    RunRefused)`` when a run's policy cannot start (its other episodes are dropped)."""
     ray = import_ray()
     connected_here = False
     if not ray.is_initialized():
@@ -97,25 +105,29 @@ def run_with_ray(spec: RunSpec, tasks: Sequence[EpisodeTask], workers: int,
     actor_class = ray.remote(num_cpus=1, max_restarts=0)(EpisodeActor)
     actors: list[Any] = []
     try:
-        actors = [actor_class.remote(spec) for _ in range(min(workers, len(tasks)))]
-        waiting = deque(tasks)
-        running: dict[Any, tuple[Any, EpisodeTask]] = {}
-        for actor in actors:
-            if waiting:
-                task = waiting.popleft()
-                running[actor.run.remote(task)] = (actor, task)
+        actors = [actor_class.remote(list(specs)) for _ in range(min(workers, len(items)))]
+        job = JobQueue(items)
+        running: dict[Any, tuple[int, int, EpisodeTask]] = {}
+
+        def hand_out(slot: int) -> None:
+            item = job.next_for(slot)
+            if item is not None:
+                running[actors[slot].run.remote(*item)] = (slot, *item)
+
+        for slot in range(len(actors)):
+            hand_out(slot)
         while running:
             ready, _ = ray.wait(list(running), num_returns=1)
-            actor, task = running.pop(ready[0])
+            slot, run, task = running.pop(ready[0])
             try:
                 outcome = ray.get(ready[0])
             except ray.exceptions.RayError as exc:
                 raise HeuresisError(f"episode {task.episode_id} failed on Ray; finished "
                                     f"episodes are saved, rerun to resume. {exc}") from None
-            yield outcome
-            if waiting:
-                task = waiting.popleft()
-                running[actor.run.remote(task)] = (actor, task)
+            if isinstance(outcome, RunRefused):
+                job.drop(run)
+            hand_out(slot)
+            yield run, outcome
         try:
             ray.get([actor.close.remote() for actor in actors])
         except ray.exceptions.RayError as exc:

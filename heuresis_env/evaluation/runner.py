@@ -1,4 +1,5 @@
-"""``evaluate``: run one policy on a benchmark's episodes under identical settings, resumably.
+"""``evaluate``: run one policy on a benchmark's episodes under identical settings, resumably;
+``evaluate_many``: several such runs as one job on one pool of workers.
 
 The runner owns the budgets: it builds every environment from the run's
 :class:`~heuresis_env.policy.EpisodeSettings` (never from the policy), hands the same settings
@@ -7,9 +8,11 @@ a fresh environment; its result line is appended atomically to the run directory
 it ends, so a killed run resumes where it stopped (finished episode ids are skipped).
 
 Backends: ``local`` runs episodes in this process (``workers=1``) or in ``workers`` spawned
-processes, each holding one policy instance (:mod:`heuresis_env.evaluation.local_backend`);
-``ray`` runs them as Ray tasks on actors (:mod:`heuresis_env.evaluation.ray_backend`). Both produce the same results file for a
-deterministic policy, apart from timing and worker fields.
+processes, each holding one policy instance at a time
+(:mod:`heuresis_env.evaluation.local_backend`); ``ray`` runs them as Ray tasks on actors
+(:mod:`heuresis_env.evaluation.ray_backend`). Both produce the same results file for a
+deterministic policy, apart from timing and worker fields. A job of several runs starts its
+workers once and passes them from one run's policy to the next.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import replace
+from contextlib import ExitStack
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +30,10 @@ from heuresis_env.env.core import HeuresisEnv
 from heuresis_env.errors import HeuresisError, UnknownNameError
 from heuresis_env.evaluation.episode import (
     EpisodeOutcome,
-    EpisodeRunner,
     EpisodeTask,
+    JobQueue,
+    RunnerSlot,
+    RunRefused,
     RunSpec,
     environment_kwargs,
     worker_name,
@@ -190,12 +196,137 @@ def evaluate(policy_spec: str, families: str | Iterable[str] = "all", split: str
     ``"namespaces"`` insists, ``"process"`` settles for a plain process); a registered
     reference that needs the truth (``heuresis.references``) runs on the referee's side and
     its run is marked as a reference.
+
+    Several runs in one job (one pool of workers for all): :func:`evaluate_many`.
+    """
+    return evaluate_many([{
+        "policy_spec": policy_spec, "families": families, "split": split, "count": count,
+        "settings": settings, "repeats": repeats, "out_dir": out_dir,
+        "policy_options": policy_options, "force": force, "d": d, "n": n, "salt": salt,
+        "task": task, "name_mode": name_mode, "datasets": datasets,
+        "policy_isolation": policy_isolation}], workers=workers, backend=backend,
+        address=address, progress=progress)[0]
+
+
+#: the arguments of :func:`evaluate` that describe one run (the others describe the job)
+RUN_ARGUMENTS = ("policy_spec", "families", "split", "count", "settings", "repeats", "out_dir",
+                 "policy_options", "force", "d", "n", "salt", "task", "name_mode", "datasets",
+                 "policy_isolation")
+
+
+def evaluate_many(runs: Sequence[Mapping[str, Any]], workers: int = 1, backend: str = "local",
+                  address: str | None = None, progress: bool = True) -> list[RunSummary]:
+    """Several runs as one job on one pool of ``workers`` (processes or Ray actors), started
+    once: the main job's policies share their workers instead of each starting its own.
+
+    Each run is a mapping of :func:`evaluate`'s per-run arguments (:data:`RUN_ARGUMENTS`;
+    ``policy_spec`` and ``out_dir`` required) and gets its own run directory, config, resume
+    and summary, exactly as :func:`evaluate` would give it. Every run is checked, and every
+    run directory locked, before any episode starts. Each worker stays with one run's policy
+    while that run has episodes left, then takes a run no other worker serves, or joins the
+    one with the most episodes left (:class:`~heuresis_env.evaluation.episode.JobQueue`), so
+    a policy starts about once per run and runs' episodes interleave. A policy that cannot start costs its own run (its
+    episodes are dropped; the other runs go on) and the job then raises with its message; a
+    worker that fails or dies stops the job. Finished episodes of every run are saved either
+    way, and a rerun resumes them.
     """
     started = time.perf_counter()
-    if split not in SPLIT_SIZES:
-        raise UnknownNameError("split", split, SPLIT_SIZES)
     if backend not in BACKENDS:
         raise UnknownNameError("backend", backend, BACKENDS)
+    workers = _check_int("workers", workers, 1)
+    if address is not None and backend != "ray":
+        raise HeuresisError("address is for the ray backend (an existing Ray cluster); "
+                            "pass backend='ray' or drop the address")
+    if not runs:
+        raise HeuresisError("give at least one run to evaluate")
+    prepared = [_prepare(**_run_arguments(arguments)) for arguments in runs]
+    directories = [os.path.realpath(os.fspath(run.out_dir)) for run in prepared]
+    repeated = sorted({d for d in directories if directories.count(d) > 1})
+    if repeated:
+        raise HeuresisError(f"two runs of one job write to the same run directory "
+                            f"{', '.join(repeated)}; give each run its own out_dir")
+    if len(prepared) > 1:  # no policy sees another run's results (their scores) either
+        for run in prepared:
+            if run.spec.policy_isolation == "namespaces":
+                for other in prepared:
+                    _refuse_working_folder_inside(other.out_dir)
+            run.spec = replace(run.spec, hidden_paths=tuple(dict.fromkeys(
+                (*directories, *run.spec.hidden_paths))))
+    with ExitStack() as stack:
+        for run in prepared:
+            stack.enter_context(run.store.lock())
+        stack.enter_context(runner_protected())
+        for run in prepared:
+            run.accepted = run.store.prepare(run.config, force=run.force)
+            done = run.store.finished_ids()
+            run.pending = [task for task in run.tasks if task.episode_id not in done]
+            if not run.pending:
+                run.store.commit()  # a forced config with nothing left to run
+        _run_pending(prepared, workers, backend, address, progress, started)
+        for run in prepared:
+            if run.refused is None:  # a run whose policy never started leaves no config
+                run.store.commit()
+            if run.seconds is None:
+                run.seconds = time.perf_counter() - started
+            wanted = {task.episode_id for task in run.tasks}
+            run.records = [r for r in run.store.read_results() if r["episode_id"] in wanted]
+    refused = [run for run in prepared if run.refused is not None]
+    if len(prepared) == 1 and refused:
+        raise HeuresisError(refused[0].refused)
+    if refused:
+        raise HeuresisError(
+            f"{len(refused)} of the job's {len(prepared)} runs could not start their policy "
+            f"(the other runs finished; every finished episode is saved, rerun to resume): "
+            + "; ".join(f"{run.out_dir}: {run.refused}" for run in refused))
+    return [_summary(run, backend, workers) for run in prepared]
+
+
+def _run_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """One run's arguments, checked: known names only, with the policy and its directory."""
+    unknown = sorted(set(arguments) - set(RUN_ARGUMENTS))
+    if unknown:
+        raise HeuresisError(f"unknown run arguments {unknown}; a run takes "
+                            f"{list(RUN_ARGUMENTS)} (workers, backend, address and progress "
+                            "are the job's)")
+    missing = [name for name in ("policy_spec", "out_dir") if name not in arguments]
+    if missing:
+        raise HeuresisError(f"a run needs {' and '.join(missing)}")
+    return dict(arguments)
+
+
+@dataclass
+class _PreparedRun:
+    """One run of a job, checked and laid out: its spec, episodes and run directory."""
+
+    spec: RunSpec
+    store: RunStore
+    out_dir: str | os.PathLike
+    config: dict[str, Any]
+    tasks: list[EpisodeTask]
+    families: list[str]
+    split: str
+    task: str
+    force: bool
+    accepted: list[str] = field(default_factory=list)
+    pending: list[EpisodeTask] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)
+    #: from the job's start to this run's last saved episode (to the job's end if none ran)
+    seconds: float | None = None
+    #: why the run's policy could not start, when it could not (the job went on without it)
+    refused: str | None = None
+
+
+def _prepare(policy_spec: str, families: str | Iterable[str] = "all", split: str = "dev",
+             count: int | None = None, settings: EpisodeSettings | Mapping[str, Any] | None = None,
+             repeats: int = 1, out_dir: str | os.PathLike = "runs/run",
+             policy_options: Mapping[str, Any] | None = None, force: bool = False,
+             d: int | None = None, n: int | None = None, salt: str | None = None,
+             task: str = "graph", name_mode: str = "anonymous",
+             datasets: Iterable[Mapping[str, Any]] = (),
+             policy_isolation: str = "auto") -> _PreparedRun:
+    """Check one run's arguments and build its spec, episodes and config (writes nothing)."""
+    if split not in SPLIT_SIZES:
+        raise UnknownNameError("split", split, SPLIT_SIZES)
     tables = [register_dataset(t["path"], t.get("graph"), anonymize=bool(t.get("anonymize")),
                                standardize=bool(t.get("standardize", True)), name=t.get("name"))
               for t in datasets]
@@ -205,12 +336,8 @@ def evaluate(policy_spec: str, families: str | Iterable[str] = "all", split: str
                                 *(t.name for t in tables)])
     size = SPLIT_SIZES[split]
     repeats = _check_int("repeats", repeats, 1)
-    workers = _check_int("workers", workers, 1)
     settings = _check_settings(EpisodeSettings() if settings is None else settings)
     policy_options = _check_policy_options(policy_options)
-    if address is not None and backend != "ray":
-        raise HeuresisError("address is for the ray backend (an existing Ray cluster); "
-                            "pass backend='ray' or drop the address")
     if task not in TASKS:
         raise UnknownNameError("task", task, TASKS)
     if name_mode not in NAME_MODES:
@@ -253,27 +380,23 @@ def evaluate(policy_spec: str, families: str | Iterable[str] = "all", split: str
                           datasets=table_details, reference=reference,
                           policy_isolation="referee" if reference else isolation)
     config.update(question_fields)
-    store = RunStore(out_dir)
-    with store.lock(), runner_protected():
-        accepted = store.prepare(config, force=force)
-        done = store.finished_ids()
-        pending = [task for task in tasks if task.episode_id not in done]
-        resumed = len(tasks) - len(pending)
-        _run_pending(store, spec, pending, len(tasks), resumed, workers, backend, address,
-                     progress)
-        store.commit()  # a forced config with nothing left to run
-        wanted = {task.episode_id for task in tasks}
-        records = [r for r in store.read_results() if r["episode_id"] in wanted]
-    score = "f1" if task == "graph" else "correct"
+    return _PreparedRun(spec=spec, store=RunStore(out_dir), out_dir=out_dir, config=config,
+                        tasks=tasks, families=chosen, split=split, task=task, force=force)
+
+
+def _summary(run: _PreparedRun, backend: str, workers: int) -> RunSummary:
+    score = "f1" if run.task == "graph" else "correct"
+    records = run.records
     by_family = [summarize_family(family, [r for r in records if r.get("family") == family],
                                   score)
-                 for family in chosen]
-    return RunSummary(out_dir=Path(out_dir), policy=policy_spec, split=split, backend=backend,
-                      workers=workers, total_episodes=len(tasks), resumed=resumed,
-                      ran=len(pending), seconds=time.perf_counter() - started,
-                      families=by_family, overall=summarize_family("all", records, score),
-                      accepted_differences=accepted,
-                      score_label="F1" if task == "graph" else "accuracy")
+                 for family in run.families]
+    return RunSummary(out_dir=Path(run.out_dir), policy=run.spec.policy, split=run.split,
+                      backend=backend, workers=workers, total_episodes=len(run.tasks),
+                      resumed=len(run.tasks) - len(run.pending), ran=len(run.pending),
+                      seconds=run.seconds or 0.0, families=by_family,
+                      overall=summarize_family("all", records, score),
+                      accepted_differences=run.accepted,
+                      score_label="F1" if run.task == "graph" else "accuracy")
 
 
 def _question_tasks(families: Sequence[str], split: str, count: int | None, repeats: int,
@@ -316,12 +439,18 @@ def _resolve_policy_isolation(requested: str, out_dir: str | os.PathLike) -> str
                             "(--policy-isolation process) to run policies in a plain process")
     isolation = requested if requested != "auto" else ("process" if missing else "namespaces")
     if isolation == "namespaces":
-        run_dir, here = os.path.realpath(os.fspath(out_dir)), os.path.realpath(os.getcwd())
-        if here == run_dir or here.startswith(run_dir.rstrip("/") + "/"):
-            raise HeuresisError(f"the run directory {out_dir} holds the working folder; the "
-                                "policy process must not see the run directory, so give an "
-                                "--out outside the working folder (e.g. runs/NAME)")
+        _refuse_working_folder_inside(out_dir)
     return isolation
+
+
+def _refuse_working_folder_inside(out_dir: str | os.PathLike) -> None:
+    """A confined policy process cannot see the run directory (an empty folder covers it), so
+    the working folder, which it keeps, must not lie inside one."""
+    run_dir, here = os.path.realpath(os.fspath(out_dir)), os.path.realpath(os.getcwd())
+    if here == run_dir or here.startswith(run_dir.rstrip("/") + "/"):
+        raise HeuresisError(f"the run directory {out_dir} holds the working folder; the "
+                            "policy process must not see the run directory, so give an "
+                            "--out outside the working folder (e.g. runs/NAME)")
 
 
 def _check_environment(settings: EpisodeSettings, split: str, family: str, d: int | None,
@@ -333,20 +462,30 @@ def _check_environment(settings: EpisodeSettings, split: str, family: str, d: in
     env.close()
 
 
-def _run_pending(store: RunStore, spec: RunSpec, pending: Sequence[EpisodeTask], total: int,
-                 resumed: int, workers: int, backend: str, address: str | None,
-                 progress: bool) -> None:
+def _run_pending(runs: Sequence[_PreparedRun], workers: int, backend: str,
+                 address: str | None, progress: bool, started: float) -> None:
+    """Run every run's pending episodes on one set of workers, saving each as it ends."""
     from tqdm import tqdm
 
+    total = sum(len(run.tasks) for run in runs)
+    resumed = total - sum(len(run.pending) for run in runs)
+    desc = runs[0].spec.policy if len(runs) == 1 else f"{len(runs)} runs"
     bar = tqdm(total=total, initial=resumed, disable=not progress, file=sys.stderr,
-               unit="episode", desc=spec.policy, dynamic_ncols=True)
+               unit="episode", desc=desc, dynamic_ncols=True)
     counts = {"truncated": 0, "errors": 0}
     bar.set_postfix(counts, refresh=False)
     try:
-        if not pending:
+        items = [(number, task) for number, run in enumerate(runs) for task in run.pending]
+        if not items:
             return
-        for outcome in _outcomes(spec, pending, workers, backend, address):
-            save_outcome(store, outcome)
+        for number, outcome in _outcomes([run.spec for run in runs], items, workers, backend,
+                                         address):
+            if isinstance(outcome, RunRefused):
+                if runs[number].refused is None:
+                    runs[number].refused = outcome.message
+                continue
+            save_outcome(runs[number].store, outcome)
+            runs[number].seconds = time.perf_counter() - started
             counts["truncated"] += bool(outcome.record["truncated"])
             counts["errors"] += outcome.record["error"] is not None
             bar.set_postfix(counts, refresh=False)
@@ -355,21 +494,28 @@ def _run_pending(store: RunStore, spec: RunSpec, pending: Sequence[EpisodeTask],
         bar.close()
 
 
-def _outcomes(spec: RunSpec, pending: Sequence[EpisodeTask], workers: int, backend: str,
-              address: str | None) -> Iterator[EpisodeOutcome]:
+def _outcomes(specs: Sequence[RunSpec], items: Sequence[tuple[int, EpisodeTask]], workers: int,
+              backend: str, address: str | None
+              ) -> Iterator[tuple[int, EpisodeOutcome | RunRefused]]:
+    """``(run, outcome)`` of each episode ``(run, task)``, on the backend's workers (or here,
+    for one worker or one episode); ``(run, RunRefused)`` for a run whose policy cannot
+    start (its other episodes are dropped)."""
     if backend == "ray":
-        search_path = _policy_search_path(spec.policy)
-        yield from run_with_ray(spec, pending, workers, address,
-                                extra_paths=[search_path] if search_path else [])
-    elif workers == 1 or len(pending) == 1:
-        runner = EpisodeRunner(spec, worker_name())
+        search_paths = [_policy_search_path(spec.policy) for spec in specs]
+        yield from run_with_ray(specs, items, workers, address,
+                                extra_paths=[p for p in dict.fromkeys(search_paths) if p])
+    elif workers == 1 or len(items) == 1:
+        slot, job = RunnerSlot(specs, worker_name()), JobQueue(items)
         try:
-            for task in pending:
-                yield runner.run(task)
+            while (item := job.next_for(0)) is not None:
+                result = slot.run(*item)
+                if isinstance(result, RunRefused):
+                    job.drop(item[0])
+                yield item[0], result
         finally:
-            runner.close()
+            slot.close()
     else:
-        yield from run_local_processes(spec, pending, workers)
+        yield from run_local_processes(specs, items, workers)
 
 
 def save_outcome(store: RunStore, outcome: EpisodeOutcome) -> dict[str, Any]:

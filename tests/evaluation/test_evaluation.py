@@ -21,7 +21,14 @@ from heuresis_env import cli
 from heuresis_env.discovery.citests import make_ci_test
 from heuresis_env.env import read_trace, replay_trace
 from heuresis_env.errors import HeuresisError, UnknownNameError
-from heuresis_env.evaluation import RunStore, RunSummary, config_differences, evaluate, make_policy
+from heuresis_env.evaluation import (
+    RunStore,
+    RunSummary,
+    config_differences,
+    evaluate,
+    evaluate_many,
+    make_policy,
+)
 from heuresis_env.evaluation import episode as episode_module
 from heuresis_env.evaluation.policies import parse_policy_options, resolve_policy_factory
 from heuresis_env.generation.instances import InstanceKey, generate_instance
@@ -365,6 +372,80 @@ def test_local_worker_processes_match_the_in_process_run(tmp_path, clean_run):
                  policy_options={"parent": True}, policy_isolation="process", **SMALL)
     saved = {r["episode_id"] for r in RunStore(tmp_path / "killed").read_results()}
     assert "lg/dev/1/r0" not in saved and saved <= {"lg/dev/0/r0", "lg/dev/2/r0"}
+
+
+def _worker_pids(records: list[dict]) -> set[int]:
+    """The process ids of the workers that ran these episodes (``local:HOST:PID``)."""
+    return {int(r["worker"].rsplit(":", 1)[1]) for r in records}
+
+
+def test_a_job_of_three_runs_shares_one_pool_and_matches_separate_runs(tmp_path, clean_run):
+    loose = {"policy_options": {"alpha": 0.05}, "count": 3}
+    separate = tmp_path / "separate"
+    evaluate(FISHER, out_dir=separate, settings=SETTINGS, families=["lg", "wild"],
+             **{**SMALL, **loose})
+    common = {"policy_spec": FISHER, "settings": SETTINGS, "d": 4, "n": 100, "split": "dev"}
+    runs = [{**common, "out_dir": tmp_path / "a", "families": ["lg", "wild"], "count": 3},
+            {**common, **loose, "out_dir": tmp_path / "b", "families": ["wild"]},
+            {**common, **loose, "out_dir": tmp_path / "c", "families": ["lg"]}]
+    summaries = evaluate_many(runs, workers=2, progress=False)
+    assert [(s.ran, s.resumed) for s in summaries] == [(6, 0), (3, 0), (3, 0)]
+    assert [s.out_dir for s in summaries] == [tmp_path / "a", tmp_path / "b", tmp_path / "c"]
+    a, b, c = (RunStore(tmp_path / name).read_results() for name in "abc")
+    # the same results as separate runs (the in-process clean run, a separate evaluate)
+    assert_same_records(a, clean_run[1])
+    assert_same_records(b + c, RunStore(separate).read_results())
+    # one pool of two processes (not this one) ran all three runs: the two workers began with
+    # the first two runs, so whichever served the third had served one of those before
+    # (separate evaluate calls would start new workers for each run)
+    pids = _worker_pids(a) | _worker_pids(b) | _worker_pids(c)
+    assert len(pids) <= 2 and os.getpid() not in pids
+    assert _worker_pids(c) <= _worker_pids(a) | _worker_pids(b)
+    # each run keeps its own config and resumes on its own
+    assert RunStore(tmp_path / "b").read_config()["policy_options"] == {"alpha": 0.05}
+    again = evaluate_many(runs, workers=2, progress=False)
+    assert [(s.ran, s.resumed) for s in again] == [(0, 6), (0, 3), (0, 3)]
+    with pytest.raises(HeuresisError, match="same run directory"):
+        evaluate_many([runs[0], runs[0]], workers=2, progress=False)
+    with pytest.raises(HeuresisError, match=r"unknown run arguments \['workers'\]"):
+        evaluate_many([{**runs[0], "workers": 2}], progress=False)
+
+
+def test_the_job_queue_keeps_a_worker_on_its_run_and_shares_the_last_one():
+    def tasks(run: int, count: int) -> list[tuple[int, episode_module.EpisodeTask]]:
+        return [(run, episode_module.EpisodeTask(f"r{run}/{k}", "lg", "dev", k, 0, k))
+                for k in range(count)]
+
+    job = episode_module.JobQueue([*tasks(0, 3), *tasks(1, 2), *tasks(2, 4)])
+    assert len(job) == 9
+    taken = [(worker, job.next_for(worker)) for worker in ("w0", "w1")]
+    assert [(w, item[0], item[1].episode_id) for w, item in taken] == [
+        ("w0", 0, "r0/0"), ("w1", 1, "r1/0")]  # two runs, one worker each
+    assert job.next_for("w1")[1].episode_id == "r1/1"  # w1 stays with its run
+    assert job.next_for("w1")[1].episode_id == "r2/0"  # run 1 is done: the free run 2
+    assert job.next_for("w0")[1].episode_id == "r0/1"
+    assert job.next_for("w0")[1].episode_id == "r0/2"
+    # run 0 is done and run 2 is served: w0 joins it (never back to run 0)
+    assert [job.next_for(w)[1].episode_id for w in ("w0", "w1", "w0")] == [
+        "r2/1", "r2/2", "r2/3"]
+    assert job.next_for("w0") is None and job.next_for("w1") is None and len(job) == 0
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_policy_that_cannot_start_costs_its_run_not_the_job(tmp_path, clean_run, workers):
+    common = {"settings": SETTINGS, "d": 4, "n": 100, "split": "dev"}
+    runs = [{**common, "policy_spec": "tests.evaluation.eval_policies:fails_in_worker",
+             "out_dir": tmp_path / "fails", "families": ["lg"], "count": 2},
+            {**common, "policy_spec": FISHER, "out_dir": tmp_path / "a",
+             "families": ["lg", "wild"], "count": 3}]
+    with pytest.raises(HeuresisError, match=r"1 of the job's 2 runs could not start .*fails: "
+                                            r"policy .* could not be built: RuntimeError: this "
+                                            r"policy cannot be built here"):
+        evaluate_many(runs, workers=workers, progress=False)
+    # the other run went on to the end, and the failing one left no run directory content
+    assert_same_records(RunStore(tmp_path / "a").read_results(), clean_run[1])
+    assert not (tmp_path / "fails" / "results.jsonl").exists()
+    assert not (tmp_path / "fails" / "config.json").exists()
 
 
 # ---- killed and interrupted runs (the command in a subprocess) -------------------------------

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from heuresis_env.env.core import HeuresisEnv
-from heuresis_env.evaluation import evaluate
+from heuresis_env.evaluation import evaluate, evaluate_many
 from heuresis_env.evaluation.policies import registered_policies, registered_references
 from heuresis_env.evaluation.policy_process import (
     PUBLIC_RESET_INFO,
@@ -112,6 +112,37 @@ def test_a_confined_policy_cannot_read_a_data_tables_graph_file(tmp_path):
     found = json.loads((out / episode.transcript).read_text())[0]
     assert found["graph_file"] == "" and graph.read_text() == "dose --> marker\n"
     assert episode.score("f1") == 0.0  # scored against the graph: the empty submission
+
+
+@pytest.mark.skipif(bool(confinement_available()),
+                    reason=f"namespaces unavailable: {confinement_available()}")
+def test_a_confined_policy_in_a_job_of_several_runs_sees_no_other_run(tmp_path, monkeypatch):
+    """`heuresis demo`'s way: several runs on one pool of workers. The cheater plays after
+    another run on the same workers, and looks at that run's directory too (its results hold
+    the other policy's scores on the same instances)."""
+    secret = f"salt-{uuid.uuid4().hex}"
+    cache, other, out = tmp_path / "cache", tmp_path / "runs" / "other", tmp_path / "runs" / "seeker"
+    (cache / "evidence").mkdir(parents=True)
+    monkeypatch.setenv(TEST_SALT_ENV, secret)
+    monkeypatch.setenv("HEURESIS_CACHE_DIR", str(cache))
+    common = {"split": "test", "families": ["lg"], "d": 4, "n": 100,
+              "settings": EpisodeSettings(max_steps=5, max_seconds=120.0),
+              "policy_isolation": "namespaces"}
+    evaluate_many([{**common, "policy_spec": "tests.evaluation.eval_policies:fisher_skeleton",
+                    "out_dir": other, "count": 4},
+                   {**common, "policy_spec": SEEKER, "out_dir": out, "count": 2, "repeats": 2,
+                    "policy_options": {"run_dir": str(other), "runner_cache": str(cache)}}],
+                  workers=2, progress=False)
+    run = load_run(out)
+    transcripts = [json.loads((out / e.transcript).read_text())[0] for e in run.episodes]
+    assert len(transcripts) == 4
+    check_memory_and_environments(out, secret, transcripts)
+    for found in transcripts:  # the other run's directory (never empty: its lock) is covered
+        assert found["run_dir"] == [] and found["runner_cache"] == []
+        assert not found["planted_in_runner_cache"]
+    assert os.listdir(other)  # it is there, for everyone but the policies
+    workers = {e.worker for r in (run, load_run(other)) for e in r.episodes}
+    assert len(workers) <= 2  # one pool served both runs
 
 
 def test_a_policy_in_a_plain_process_finds_nothing_in_memory_or_environments(tmp_path):

@@ -130,6 +130,7 @@ def run_local_processes(specs: Sequence[RunSpec], items: Sequence[tuple[int, Epi
             if kind == "started":
                 in_flight[name] = episode
             elif kind == "done":
+                assert run is not None, "a worker's result names the episode it finished"
                 in_flight.pop(name, None)
                 remaining -= 1
                 if isinstance(payload, RunRefused):

@@ -23,7 +23,7 @@ from heuresis_env.data import validate_data
 from heuresis_env.discovery import (
     CITest,
     PCResult,
-    distance_correlation,
+    distance_correlations,
     make_ci_test,
     pc,
     validate_names,
@@ -170,10 +170,9 @@ def dcor_gaps(data: np.ndarray, pairs: Sequence[tuple[int, int]], subsample: int
     rows = _subsample_rows(data.shape[0], subsample, seed)
     sub = data[rows]
     out = []
-    for i, j in pairs:
-        dcor_value = float(distance_correlation(sub[:, i], sub[:, j]))
+    for (i, j), dcor_value in zip(pairs, distance_correlations(sub, pairs), strict=True):
         abs_r = _abs_pearson(sub[:, i], sub[:, j])
-        out.append((dcor_value, abs_r, dcor_value - abs_r))
+        out.append((float(dcor_value), abs_r, float(dcor_value) - abs_r))
     return out
 
 

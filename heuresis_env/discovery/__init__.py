@@ -29,7 +29,7 @@ from heuresis_env.discovery.citests import (
     make_ci_test,
     register_ci_test,
 )
-from heuresis_env.discovery.citests.dcor import distance_correlation
+from heuresis_env.discovery.citests.dcor import distance_correlation, distance_correlations
 from heuresis_env.discovery.graph_merge import best_k, merge_k, vote_counts
 from heuresis_env.discovery.orientation import orientation_probe
 from heuresis_env.discovery.pc import (
@@ -50,7 +50,7 @@ __all__ = [
     "CAUSAL_LEARN_ADAPTER", "CI_TESTS", "DEFAULT_ORIENTATION", "ORIENTATION_RULES",
     "AlgorithmResult", "AlgorithmSpec", "CIResult", "CITest", "Deletion", "PCResult",
     "TripleDecision", "available_algorithms", "available_ci_tests", "best_k",
-    "cached_run_algorithm", "distance_correlation", "get_algorithm", "graph_from_causallearn",
+    "cached_run_algorithm", "distance_correlation", "distance_correlations", "get_algorithm", "graph_from_causallearn",
     "label_deletions", "make_ci_test", "merge_k", "orientation_probe", "pc",
     "register_algorithm", "register_causallearn_adapter", "register_ci_test", "run_algorithm",
     "validate_names", "vote_counts", "wrong_deletions",

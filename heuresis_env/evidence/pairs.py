@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from heuresis_env.discovery.citests import make_ci_test
-from heuresis_env.discovery.citests.dcor import distance_correlation
+from heuresis_env.discovery.citests.dcor import distance_correlations
 from heuresis_env.discovery.pc import pc
 from heuresis_env.evidence.bootstrap import bootstrap_edge_frequencies
 from heuresis_env.evidence.start import ALPHA, GuidedStart, guided_start
@@ -117,6 +117,7 @@ def compute_pair_evidence(data: np.ndarray, names: Sequence[str], sha256: str,
         lambda sample: pc(sample, names, ci_test="fisherz", alpha=ALPHA).skeleton)
 
     n_pairs = len(pairs)
+    screened = distance_correlations(sub, pairs.tolist())
     values = {name: np.full(n_pairs, np.nan) for name in FEATURE_NAMES}
     fisherz_sets: list[tuple[int, ...] | None] = []
     kci_sets: list[tuple[int, ...]] = []
@@ -128,7 +129,7 @@ def compute_pair_evidence(data: np.ndarray, names: Sequence[str], sha256: str,
         if (i, j) in kci_deleted:
             values["kci_deletion_p"][row] = kci_deleted[(i, j)][0]
         values["abs_pearson_r"][row] = abs(correlation[i, j])
-        dcor_value = float(distance_correlation(sub[:, i], sub[:, j]))
+        dcor_value = float(screened[row])
         values["distance_correlation"][row] = dcor_value
         values["dcor_gap"][row] = dcor_value - abs(sub_correlation[i, j])
         conditioning = () if deleted is None else deleted[1]

@@ -359,6 +359,27 @@ def test_distance_correlation_matches_dcor():
     assert statistic == pytest.approx(expected, rel=1e-10)
 
 
+def test_distance_correlations_of_many_pairs_equal_the_single_pair_statistic(monkeypatch):
+    import dcor
+
+    from heuresis_env.discovery.citests import dcor as ours
+
+    rng = np.random.default_rng(41)
+    data = rng.normal(size=(150, 6))
+    data[:, 1] = np.exp(data[:, 0]) + 0.3 * rng.normal(size=150)
+    data[:, 4] = 2.0  # a constant column: dCor 0
+    pairs = [(0, 1), (1, 0), (2, 5), (0, 4), (3, 3), (5, 1), (0, 1)]
+    expected = [ours.distance_correlation(data[:, i], data[:, j]) for i, j in pairs]
+    assert ours.distance_correlations(data, pairs).tolist() == expected  # to the last bit
+    assert expected[0] == pytest.approx(dcor.distance_correlation(data[:, 0], data[:, 1]), rel=1e-10)
+    assert expected[3] == 0.0 and expected[4] == pytest.approx(1.0)
+    # a memory bound of two matrices (most pairs recompute one) changes nothing
+    monkeypatch.setattr(ours, "_MEMORY_BYTES", 2 * 8 * 150**2)
+    assert ours.distance_correlations(data, pairs).tolist() == expected
+    with pytest.raises(DataError, match="column pair"):
+        ours.distance_correlations(data, [(0, 6)])
+
+
 def _distance_matrix_statistic(x: np.ndarray, y: np.ndarray) -> float:
     """n V²ₙ from the double-centred distance matrices (the O(n²) definition)."""
     a = np.abs(x[:, None] - x[None, :])

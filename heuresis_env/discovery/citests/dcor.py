@@ -28,6 +28,7 @@ correlation of the (residualised) pair, in [0, 1]. Results are also cached on di
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -82,6 +83,42 @@ def distance_correlation(x: np.ndarray, y: np.ndarray) -> float:
         raise DataError(f"x and y need the same number of rows, got {x.shape[0]} and {y.shape[0]}")
     covariance, variance_x, variance_y, _, _ = _distance_moments(x, y)
     return _correlation(covariance, variance_x, variance_y)
+
+
+def distance_correlations(data: np.ndarray, pairs: Iterable[tuple[int, int]]) -> np.ndarray:
+    """Sample distance correlation of each column pair (i, j) of ``data`` (n × d), in the
+    order given: :func:`distance_correlation` of ``data[:, i]`` and ``data[:, j]``, to the
+    last bit, with each column's double-centred distance matrix computed once (screening all
+    pairs of d columns costs d matrices instead of d(d − 1)); at most
+    :data:`_MEMORY_BYTES` of matrices are kept, the least recently used dropped first."""
+    data = np.asarray(data, dtype=np.float64)
+    if data.ndim != 2:
+        raise DataError(f"data must be an n × d matrix, got shape {data.shape}")
+    pairs = [(int(i), int(j)) for i, j in pairs]
+    for i, j in pairs:
+        if not (0 <= i < data.shape[1] and 0 <= j < data.shape[1]):
+            raise DataError(f"column pair ({i}, {j}) is outside the data's {data.shape[1]} "
+                            "columns")
+    capacity = max(2, _MEMORY_BYTES // max(1, 8 * data.shape[0] ** 2))
+    kept: dict[int, tuple[np.ndarray, float]] = {}
+
+    def centred(column: int) -> tuple[np.ndarray, float]:
+        if column in kept:
+            kept[column] = kept.pop(column)  # most recently used last
+        else:
+            values = sample_matrix(data[:, column], f"column {column}", allow_constant=True)
+            matrix = _centered_distances(values)[0]
+            kept[column] = (matrix, float(np.vdot(matrix, matrix)) / matrix.size)
+            while len(kept) > capacity:
+                kept.pop(next(iter(kept)))
+        return kept[column]
+
+    out = np.empty(len(pairs))
+    for row, (i, j) in enumerate(pairs):
+        a, variance_a = centred(i)
+        b, variance_b = centred(j)
+        out[row] = _correlation(float(np.vdot(a, b)) / a.size, variance_a, variance_b)
+    return out
 
 
 def _correlation(covariance: float, variance_x: float, variance_y: float) -> float:

@@ -1,7 +1,8 @@
 """What running policies in their own process costs: episodes per second of a trivial policy
 driven in the runner's process (as before issue 18) beside the same policy behind a
 ``PolicyProxy`` (plain process, and confined in namespaces where available), measured in the
-same run, plus the one-off start of a policy process.
+same run, plus the one-off start of a policy process; then the start of a policy process
+from a fresh interpreter against a fork of the runner's launcher, in the same run.
 
 The trivial policy calls ``list_graphs`` ``--steps - 1`` times and submits, so the numbers are
 the runner's fixed per-episode cost (fresh environment, reset, trace) plus the per-step cost
@@ -13,6 +14,7 @@ Usage: ``python benchmarks/bench_policy_process.py [--episodes 40] [--steps 10]`
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -20,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from heuresis_env.evaluation.episode import EpisodeRunner, EpisodeTask, RunSpec
-from heuresis_env.evaluation.policy_process import confinement_available
+from heuresis_env.evaluation.policy_launcher import LAUNCHER_VARIABLE, close_launchers
+from heuresis_env.evaluation.policy_process import PolicyProxy, confinement_available
 from heuresis_env.policy import EpisodeSettings, Policy
 
 
@@ -59,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=40)
     parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--starts", type=int, default=6, help="policy process starts timed")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     spec = RunSpec(policy=f"{Path(__file__).stem}:TrivialPolicy",
@@ -104,7 +108,33 @@ def main(argv: list[str] | None = None) -> int:
             overhead = 1000 / rate - in_process_ms
             print(f"{label}: {overhead:.1f} ms more per episode, "
                   f"{overhead / args.steps:.2f} ms per step")
+    start_costs(spec, args.starts)
     return 0
+
+
+def start_costs(spec: RunSpec, starts: int) -> None:
+    """Seconds to start a policy process and build the policy: a fresh interpreter each time
+    (``$HEURESIS_POLICY_LAUNCHER=0``, as before the launcher) against a fork of the runner's
+    launcher (its own start counted once, in the first fork), measured in the same run."""
+    timings: dict[str, list[float]] = {}
+    for label, setting in (("fresh interpreter", "0"), ("forked from the launcher", "1")):
+        os.environ[LAUNCHER_VARIABLE] = setting
+        close_launchers()
+        samples = []
+        for _ in range(starts):
+            started = time.perf_counter()
+            proxy = PolicyProxy(spec.policy, spec.policy_options, isolation="process")
+            samples.append(time.perf_counter() - started)
+            proxy.close()
+        timings[label] = samples
+    close_launchers()
+    os.environ.pop(LAUNCHER_VARIABLE, None)
+    fresh = statistics.median(timings["fresh interpreter"])
+    print(f"\n{starts} policy process starts (plain isolation), seconds each")
+    print(f"{'':26} {'first':>7} {'median':>7} {'vs fresh':>9}")
+    for label, samples in timings.items():
+        median = statistics.median(samples[1:] or samples)
+        print(f"{label:26} {samples[0]:7.3f} {median:7.3f} {fresh / median:8.1f}x")
 
 
 if __name__ == "__main__":

@@ -55,6 +55,12 @@ from heuresis_env.env.sandbox.isolation import detect_isolation
 from heuresis_env.env.toolbox.registry import describe_object
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evaluation.policies import make_policy
+from heuresis_env.evaluation.policy_launcher import (
+    LaunchedProcess,
+    PolicyLauncherError,
+    launcher_enabled,
+    launcher_for,
+)
 from heuresis_env.generation.instances import TEST_SALT_ENV
 from heuresis_env.policy import EpisodeSettings, Policy
 
@@ -277,7 +283,7 @@ class PolicyProcess:
         self.isolation = isolation
         self.hidden_paths = [str(p) for p in hidden_paths]
         self._salt = salt
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen | LaunchedProcess | None = None
         self._to_child = self._from_child = -1
         self.description: dict[str, Any] = {}
 
@@ -287,20 +293,17 @@ class PolicyProcess:
 
     def start(self) -> dict[str, Any]:
         """Start the process and build the policy; returns its name and interface."""
+        if self.process is not None:  # a process that ended on its own: reap it first
+            self.kill()
         to_child_read, to_child_write = os.pipe()
         from_child_read, from_child_write = os.pipe()
         confine = None
         if self.isolation == "namespaces":
             confine = {"privilege": detect_isolation()["privilege_drop"],
                        "hidden": self.hidden_paths, "cwd": os.getcwd()}
-        command = [sys.executable, "-c", CHILD_ENTRY, str(to_child_read),
-                   str(from_child_write), json.dumps(confine)]
         _hold_non_dumpable(True)
         try:
-            self.process = subprocess.Popen(
-                command, pass_fds=(to_child_read, from_child_write), close_fds=True,
-                env=policy_environment(self._salt), start_new_session=True,
-                stdin=subprocess.DEVNULL)
+            self.process = self._launch(to_child_read, from_child_write, confine)
         except BaseException:
             _hold_non_dumpable(False)
             for fd in (to_child_read, to_child_write, from_child_read, from_child_write):
@@ -334,6 +337,26 @@ class PolicyProcess:
             raise HeuresisError(f"policy {self.spec!r}: its process described it as "
                                 f"{describe_object(self.description, 200)}")
         return self.description
+
+    def _launch(self, fd_in: int, fd_out: int, confine: dict[str, Any] | None
+                ) -> subprocess.Popen | LaunchedProcess:
+        """Fork the process from this runner's launcher (an interpreter that has imported the
+        package, ``policy_launcher``) or, with the launcher off or failing to start, start a
+        fresh interpreter; either way with the scrubbed environment."""
+        environment = policy_environment(self._salt)
+        if launcher_enabled():
+            for _ in range(2):  # a launcher that died is replaced once
+                try:
+                    return launcher_for(environment).spawn(fd_in, fd_out, confine, os.getcwd())
+                except PolicyLauncherError as exc:
+                    failure = exc
+            raise HeuresisError(f"policy {self.spec!r} could not be started: the policy "
+                                f"launcher failed ({failure})")
+        command = [sys.executable, "-c", CHILD_ENTRY, str(fd_in), str(fd_out),
+                   json.dumps(confine)]
+        return subprocess.Popen(command, pass_fds=(fd_in, fd_out), close_fds=True,
+                                env=environment, start_new_session=True,
+                                stdin=subprocess.DEVNULL)
 
     def call(self, kind: str, *args: Any, deadline: float | None = None) -> Any:
         """Send one request and return the reply's value; raises :class:`RemotePolicyError`
@@ -647,7 +670,14 @@ def serve(fd_in: int, fd_out: int) -> None:
 
 
 def main(argv: list[str]) -> None:
-    fd_in, fd_out, confine = int(argv[1]), int(argv[2]), json.loads(argv[3])
+    """A policy process started from scratch: ``CHILD_ENTRY fd_in fd_out confine-json``."""
+    child_main(int(argv[1]), int(argv[2]), json.loads(argv[3]))
+
+
+def child_main(fd_in: int, fd_out: int, confine: Mapping[str, Any] | None) -> None:
+    """The policy process: enter the confinement (or, unconfined, die with the runner and drop
+    root's capabilities), then serve the runner until ``close`` or EOF. A fresh interpreter
+    runs it from :func:`main`; a launcher's fork (``policy_launcher``) calls it directly."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner handles Ctrl-C and stops us
     if confine:
         try:

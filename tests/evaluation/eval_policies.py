@@ -14,6 +14,7 @@ import os
 import signal
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from heuresis_env.generation import instances
@@ -159,6 +160,15 @@ class RLObserver(Policy):
         return 3 * pairs + d * (d - 1)  # add, remove, test per pair; orient per ordered pair
 
 
+def _runner_pid() -> int:
+    """The process that runs this policy's episodes: the parent, or the parent of the policy
+    launcher this process was forked from."""
+    pid = os.getppid()
+    if b"serve_launches" in Path(f"/proc/{pid}/cmdline").read_bytes():
+        pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    return pid
+
+
 class KillsItsProcess(FisherSkeleton):
     """Like :class:`FisherSkeleton`, but its process crashes (a segmentation fault) on instance
     1; with ``parent=True`` it kills the process that runs it instead (the runner's worker,
@@ -171,7 +181,7 @@ class KillsItsProcess(FisherSkeleton):
     def act(self, observation: Any, info: dict[str, Any]) -> Any:
         if self.index == 1:
             if self.parent:
-                os.kill(os.getppid(), signal.SIGKILL)
+                os.kill(_runner_pid(), signal.SIGKILL)
             ctypes.string_at(0)
         return super().act(observation, info)
 
@@ -235,14 +245,30 @@ class TruthSeeker(Policy):
                 except OSError:
                     continue
         found["processes_showing_the_salt"] = holders
-        # the runner's memory
+        # the memory of the processes that hold the truth or the salt: this process's
+        # ancestors (the runner, its worker, the command and whatever started it) and any
+        # process started with the salt in its environment (another worker of the run); other
+        # users' processes on a shared machine are not the run's to protect
+        ancestors, pid = set(), os.getppid()
+        while pid > 1 and pid not in ancestors:
+            ancestors.add(pid)
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    pid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                break
         readable = []
-        for pid in {os.getppid(), *[int(p) for p in os.listdir("/proc") if p.isdigit()]}:
-            if pid in (0, os.getpid()):
+        for pid in [int(p) for p in os.listdir("/proc") if p.isdigit()]:
+            if pid == os.getpid():
                 continue
             try:
                 with open(f"/proc/{pid}/mem", "rb"):
-                    readable.append(pid)
+                    with open(f"/proc/{pid}/environ", "rb") as f:
+                        salted = instances.TEST_SALT_ENV.encode() + b"=" in f.read()
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:  # to say which, on a failure
+                        command = f.read(300).replace(bytes(1), b" ").decode(errors="replace")
+                if pid in ancestors or salted:
+                    readable.append(f"{pid}: {command}")
             except OSError:
                 continue
         found["process_memory_readable"] = readable
@@ -277,3 +303,26 @@ class TruthSeeker(Policy):
 
     def transcript(self) -> list[dict[str, Any]]:
         return [{**self.found, "saw_final_info": sorted(self.saw)}]
+
+
+class ProcessProbe(Policy):
+    """Reports, in its usage, where its process came from: its pid and parent, whether it can
+    open its parent's memory, and a draw from NumPy's global generator (a fresh interpreter
+    seeds it from the OS)."""
+
+    name = "process-probe"
+
+    def act(self, observation: Any, info: dict[str, Any]) -> Any:
+        return {"tool": "submit", "args": {}}
+
+    def usage(self) -> dict[str, Any]:
+        import numpy as np
+
+        parent = os.getppid()
+        try:
+            with open(f"/proc/{parent}/mem", "rb"):
+                readable = True
+        except OSError:
+            readable = False
+        return {"pid": os.getpid(), "parent": parent, "parent_memory_readable": readable,
+                "numpy_draw": float(np.random.random())}

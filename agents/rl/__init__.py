@@ -32,59 +32,141 @@ shipped model was saved when this package was one module and names
 ``agents.rl.PairwiseMaskablePolicy``, which the re-export below keeps valid.
 """
 
-from agents.rl.envs import (
-    FamilyMix,
-    RepairActionMask,
-    StepCost,
-    SubmitAsPass,
-    environment_kwargs,
-    evaluate_policy,
-    make_training_env,
-    warm_evidence,
-)
-from agents.rl.network import (
-    P_VALUE_COLUMNS,
-    PAIR_OUTPUTS,
-    REPAIR_P_VALUE_COLUMNS,
-    PairActionHead,
-    PairwiseExtractor,
-    PairwiseLatent,
-    PairwiseMaskablePolicy,
-    PairwisePolicy,
-)
-from agents.rl.plots import binned_curve, plot_learning_curve
-from agents.rl.policy import (
-    ALGORITHMS,
-    ARCHITECTURES,
-    CONFIG_FILE,
-    DEFAULT_MODEL,
-    MODEL_FILE,
-    SHIPPED_MODEL_DIR,
-    SHIPPED_MODELS,
-    RLPolicy,
-    SubmitStartPolicy,
-    load,
-    policy_config,
-    save,
-)
-from agents.rl.spaces import (
-    FLAT_KEYS,
-    OBSERVATION_KEYS,
-    ActionMasker,
-    ObservationLayout,
-    uses_orientations,
-)
-from agents.rl.train import (
-    CURVE_FILE,
-    DEFAULT_HYPERPARAMETERS,
-    REPORT_FILE,
-    SCRATCH_HYPERPARAMETERS,
-    EntropySchedule,
-    LearningCurveCallback,
-    TrainingReport,
-    train,
-)
-from agents.rl.warm_start import REWARD_SCALE, EditProbes, probe_edits, warm_start
+import sys
+import types
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what type checkers see; at run time each name loads on first use
+    from agents.rl.envs import (
+        FamilyMix,
+        RepairActionMask,
+        StepCost,
+        SubmitAsPass,
+        environment_kwargs,
+        evaluate_policy,
+        make_training_env,
+        warm_evidence,
+    )
+    from agents.rl.network import (
+        P_VALUE_COLUMNS,
+        PAIR_OUTPUTS,
+        REPAIR_P_VALUE_COLUMNS,
+        PairActionHead,
+        PairwiseExtractor,
+        PairwiseLatent,
+        PairwiseMaskablePolicy,
+        PairwisePolicy,
+    )
+    from agents.rl.plots import binned_curve, plot_learning_curve
+    from agents.rl.policy import (
+        ALGORITHMS,
+        ARCHITECTURES,
+        CONFIG_FILE,
+        DEFAULT_MODEL,
+        MODEL_FILE,
+        SHIPPED_MODEL_DIR,
+        SHIPPED_MODELS,
+        RLPolicy,
+        SubmitStartPolicy,
+        load,
+        policy_config,
+        save,
+    )
+    from agents.rl.spaces import (
+        FLAT_KEYS,
+        OBSERVATION_KEYS,
+        ActionMasker,
+        ObservationLayout,
+        uses_orientations,
+    )
+    from agents.rl.train import (
+        CURVE_FILE,
+        DEFAULT_HYPERPARAMETERS,
+        REPORT_FILE,
+        SCRATCH_HYPERPARAMETERS,
+        EntropySchedule,
+        LearningCurveCallback,
+        TrainingReport,
+        train,
+    )
+    from agents.rl.warm_start import REWARD_SCALE, EditProbes, probe_edits, warm_start
+
+#: each public name and the module that defines it (imported when the name is first used, so
+#: that ``agents.rl.policy``'s entry points do not load torch before a model is needed)
+_EXPORTS = {
+    "ActionMasker": "spaces",
+    "FLAT_KEYS": "spaces",
+    "OBSERVATION_KEYS": "spaces",
+    "ObservationLayout": "spaces",
+    "uses_orientations": "spaces",
+    "PAIR_OUTPUTS": "network",
+    "P_VALUE_COLUMNS": "network",
+    "PairActionHead": "network",
+    "PairwiseExtractor": "network",
+    "PairwiseLatent": "network",
+    "PairwiseMaskablePolicy": "network",
+    "PairwisePolicy": "network",
+    "REPAIR_P_VALUE_COLUMNS": "network",
+    "FamilyMix": "envs",
+    "RepairActionMask": "envs",
+    "StepCost": "envs",
+    "SubmitAsPass": "envs",
+    "environment_kwargs": "envs",
+    "evaluate_policy": "envs",
+    "make_training_env": "envs",
+    "warm_evidence": "envs",
+    "ALGORITHMS": "policy",
+    "ARCHITECTURES": "policy",
+    "CONFIG_FILE": "policy",
+    "DEFAULT_MODEL": "policy",
+    "MODEL_FILE": "policy",
+    "RLPolicy": "policy",
+    "SHIPPED_MODELS": "policy",
+    "SHIPPED_MODEL_DIR": "policy",
+    "SubmitStartPolicy": "policy",
+    "load": "policy",
+    "policy_config": "policy",
+    "save": "policy",
+    "binned_curve": "plots",
+    "plot_learning_curve": "plots",
+    "EditProbes": "warm_start",
+    "REWARD_SCALE": "warm_start",
+    "probe_edits": "warm_start",
+    "warm_start": "warm_start",
+    "CURVE_FILE": "train",
+    "DEFAULT_HYPERPARAMETERS": "train",
+    "EntropySchedule": "train",
+    "LearningCurveCallback": "train",
+    "REPORT_FILE": "train",
+    "SCRATCH_HYPERPARAMETERS": "train",
+    "TrainingReport": "train",
+    "train": "train",
+}
+
+
+class _Package(types.ModuleType):
+    """This package's module type: importing a submodule binds it on the package, but two
+    public functions share their module's name (``train``, ``warm_start``); the function
+    keeps the name, as it did when this package imported everything eagerly."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, types.ModuleType) and _EXPORTS.get(name) == name:
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agents.rl' has no attribute {name!r}")
+    value = getattr(import_module(f"agents.rl.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "ALGORITHMS",

@@ -8,13 +8,11 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
-from sb3_contrib import MaskablePPO
-from stable_baselines3 import PPO
 
 from agents.checks import check_choice
 from agents.rl.spaces import FLAT_KEYS, ActionMasker, uses_orientations
@@ -87,8 +85,14 @@ class RLPolicy(Policy):
     interface = "rl"
 
     def __init__(self, model: Any, config: dict[str, Any], deterministic: bool = True,
-                 seed: int = 0, name: str = "rl"):
-        self.model = model
+                 seed: int = 0, name: str = "rl",
+                 load_model: Callable[[], Any] | None = None):
+        if (model is None) == (load_model is None):
+            raise HeuresisError("an RLPolicy takes a model or a function that loads one")
+        self._model = model
+        #: loads the model when it is first needed (``configure`` or an action), so building
+        #: the policy to read its size, as ``heuresis demo`` does, imports no torch
+        self._load_model = load_model
         self.config = dict(config)
         self.name = name
         self.d = int(config["d"])
@@ -108,7 +112,15 @@ class RLPolicy(Policy):
         self._episode = 0
         self._rng = np.random.default_rng(self.seed)
 
+    @property
+    def model(self) -> Any:
+        if self._model is None:
+            assert self._load_model is not None  # __init__ takes one or the other
+            self._model = self._load_model()
+        return self._model
+
     def configure(self, settings: EpisodeSettings) -> None:
+        self.model  # noqa: B018 - a model that cannot load fails the run's start, not an episode
         super().configure(settings)
         self._masker = ActionMasker(self.d, settings.target, uses_orientations(settings.target))
 
@@ -137,6 +149,8 @@ class RLPolicy(Policy):
                                                .reshape(-1) for key in FLAT_KEYS[self.layout]])
         else:  # a model of an older layout reads the keys it knows (unchanged since)
             model_input = {key: observation[key] for key in LAYOUT_KEYS[self.layout]}
+        import torch
+
         policy = self.model.policy
         policy.set_training_mode(False)
         tensor, _ = policy.obs_to_tensor(model_input)
@@ -193,7 +207,13 @@ def save(model: Any, config: dict[str, Any], out_dir: str | os.PathLike) -> Path
 
 def algorithm_class(algo: str) -> type:
     check_choice("RL algorithm", algo, ALGORITHMS)
-    return MaskablePPO if algo == "maskable_ppo" else PPO
+    if algo == "maskable_ppo":
+        from sb3_contrib import MaskablePPO
+
+        return MaskablePPO
+    from stable_baselines3 import PPO
+
+    return PPO
 
 
 def load(path: str | os.PathLike | None = None, deterministic: bool = True, seed: int = 0,
@@ -237,5 +257,8 @@ def load(path: str | os.PathLike | None = None, deterministic: bool = True, seed
         raise HeuresisError(f"the model at {directory} was trained on the evidence features "
                             f"{config.get('feature_names')}; this version of the RL view has "
                             f"{list(FEATURE_NAMES)}; retrain it")
-    model = algorithm_class(config["algo"]).load(str(model_file), device=device)
-    return RLPolicy(model, config, deterministic=deterministic, seed=seed)
+    algorithm = config["algo"]
+    check_choice("RL algorithm", algorithm, ALGORITHMS)
+    return RLPolicy(None, config, deterministic=deterministic, seed=seed,
+                    load_model=lambda: algorithm_class(algorithm).load(str(model_file),
+                                                                       device=device))

@@ -155,3 +155,24 @@ def test_a_shipped_model_name_must_exist_and_exclude_a_path(tmp_path):
         load(model="everything")
     with pytest.raises(HeuresisError, match="not both"):
         load(tmp_path, model="lg")
+
+
+def test_building_the_policy_reads_its_size_without_torch_and_configure_loads_the_model(tmp_path):
+    """``heuresis demo`` builds each policy to read the size it was trained for: for ``rl`` that
+    costs no torch import; the model loads at ``configure`` (the run's start), so a model that
+    cannot load fails there, not in an episode."""
+    import subprocess
+    import sys
+
+    probe = ("import sys; from heuresis_env.evaluation.policies import make_policy; "
+             "p = make_policy('rl', {}); print(p.d, 'torch' in sys.modules)")
+    completed = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                               timeout=300)
+    assert completed.stdout.split() == ["10", "False"], completed.stderr[-2000:]
+    model, config = tiny_model("maskable_ppo")
+    save(model, config, tmp_path)
+    (tmp_path / MODEL_FILE).write_bytes(b"not a zip archive")
+    policy = load(tmp_path)  # the config alone is read here
+    assert policy.d == config["d"]
+    with pytest.raises(Exception, match="zip|File is not"):
+        policy.configure(SETTINGS)

@@ -24,6 +24,7 @@ library's ``statistics`` for the Wilson interval's normal quantile).
 
 from __future__ import annotations
 
+import hashlib
 import math
 import numbers
 from collections.abc import Callable
@@ -32,6 +33,7 @@ from statistics import NormalDist
 
 import numpy as np
 
+from heuresis_env.cache import ResultCache, stable_hash
 from heuresis_env.errors import DataError, HeuresisError
 from heuresis_env.graphs import EdgeMark, Graph, GraphType, cpdag_from_dag
 
@@ -319,7 +321,38 @@ def paired_bootstrap(a: object, b: object | None = None, n_resamples: int = 10_0
     n_dropped = int(values.size - kept.size)
     if kept.size == 0:
         return _empty_result(confidence, n_dropped, n_resamples)
-    return _percentile_bootstrap((kept,), _mean, generator, n_resamples, confidence, n_dropped)
+    if rng is not None:  # a caller's generator: its state is part of the result, not cacheable
+        return _percentile_bootstrap((kept,), _mean, generator, n_resamples, confidence,
+                                     n_dropped)
+
+    def compute() -> BootstrapResult:
+        return _percentile_bootstrap((kept,), _mean, np.random.default_rng(
+            0 if seed is None else int(seed)), n_resamples, confidence, n_dropped)
+
+    stored = _seeded_bootstrap_cache().get_or_compute(
+        _bootstrap_key(kept, seed, n_resamples, confidence, n_dropped), compute)
+    return stored if isinstance(stored, BootstrapResult) else compute()
+
+
+#: bump when what a seeded bootstrap computes changes, so stale cache entries are ignored
+BOOTSTRAP_CACHE_VERSION = 1
+
+
+def _seeded_bootstrap_cache() -> ResultCache:
+    return ResultCache("bootstrap")
+
+
+def _bootstrap_key(kept: np.ndarray, seed: int | None, n_resamples: int, confidence: float,
+                   n_dropped: int) -> str:
+    """A seeded paired bootstrap is a function of the kept values (in order), the seed, the
+    settings and scipy's resampling: reports recompute hundreds of them per run, each the same
+    on a warm rerun, so they are kept on disk under this key."""
+    import scipy
+
+    digest = hashlib.sha256(np.ascontiguousarray(kept, dtype=np.float64).tobytes()).hexdigest()
+    return stable_hash(["paired-bootstrap", BOOTSTRAP_CACHE_VERSION, scipy.__version__, digest,
+                        0 if seed is None else int(seed), int(n_resamples), float(confidence),
+                        int(n_dropped)])
 
 
 def bootstrap_mean_ci(values: object, n_resamples: int = 10_000, confidence: float = 0.95,

@@ -447,3 +447,29 @@ def test_degenerate_samples():
 def test_bad_bootstrap_input_is_explained(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_a_seeded_paired_bootstrap_is_kept_on_disk_and_read_back_identically(monkeypatch):
+    """Reports recompute hundreds of seeded bootstraps; a warm rerun reads them from the cache
+    (the same result, the resampling not run again); a caller's generator is never cached."""
+    import heuresis_env.metrics as metrics
+
+    rng = np.random.default_rng(7)
+    a, b = rng.random(57), rng.random(57)
+    first = paired_bootstrap(a, b, n_resamples=3000, seed=11)
+    calls = []
+    original = metrics._percentile_bootstrap
+    monkeypatch.setattr(metrics, "_percentile_bootstrap",
+                        lambda *args, **kwargs: calls.append(1) or original(*args, **kwargs))
+    assert paired_bootstrap(a, b, n_resamples=3000, seed=11) == first and calls == []
+    # any change to the values, the seed or the settings is another key
+    assert paired_bootstrap(a, b, n_resamples=3000, seed=12) != first and len(calls) == 1
+    paired_bootstrap(a[::-1], b[::-1], n_resamples=3000, seed=11)
+    paired_bootstrap(a, b, n_resamples=3000, seed=11, confidence=0.9)
+    assert len(calls) == 3
+    paired_bootstrap(a, b, n_resamples=3000, rng=np.random.default_rng(11))
+    paired_bootstrap(a, b, n_resamples=3000, rng=np.random.default_rng(11))
+    assert len(calls) == 5
+    # the cached value is what a fresh computation gives
+    monkeypatch.setenv("HEURESIS_NO_CACHE", "1")
+    assert paired_bootstrap(a, b, n_resamples=3000, seed=11) == first and len(calls) == 6

@@ -29,7 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from heuresis_env.discovery.algorithms import cached_run_algorithm
+from heuresis_env.cache import ResultCache, stable_hash
+from heuresis_env.discovery.algorithms import ALGORITHM_CACHE_VERSION, cached_run_algorithm
 from heuresis_env.discovery.graph_merge import best_k, merge_k
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evaluation.run_format import (
@@ -144,8 +145,28 @@ def episode_provenance(run: RunDirectory, episode: EpisodeRecord) -> EpisodeProv
         raise HeuresisError(f"{run.path}: the final graph of {episode.episode_id} is over "
                             f"{list(final.names)}, the instance over {list(names)}")
     final = final.restricted(names)
-    pc_graph = pc_kci_output(instance)
     calls = algorithm_calls(episode.trace_path)
+    key = stable_hash(["episode-provenance", PROVENANCE_CACHE_VERSION, ALGORITHM_CACHE_VERSION,
+                       instance.sha256, true_dag.to_dict(), final.to_dict(),
+                       [call.signature for call in calls]])
+    # on disk: a report recomputes this for every episode of every arm, and a warm rerun's
+    # episodes have the same instance, truth, final graph and calls (all in the key)
+    parts = ResultCache("provenance").get_or_compute(key, lambda: _provenance_parts(
+        instance, final, true_dag, calls))
+    if not isinstance(parts, dict):  # an unreadable entry: compute again
+        parts = _provenance_parts(instance, final, true_dag, calls)
+    return EpisodeProvenance(episode=episode, **parts)
+
+
+#: bump when what :func:`episode_provenance` computes changes (stale cache entries are ignored)
+PROVENANCE_CACHE_VERSION = 1
+
+
+def _provenance_parts(instance, final: Graph, true_dag: Graph,
+                      calls: list[AlgorithmCall]) -> dict[str, Any]:
+    """Everything :class:`EpisodeProvenance` holds but the episode record."""
+    names = instance.names
+    pc_graph = pc_kci_output(instance)
     covered = np.zeros((len(names), len(names)), dtype=bool)
     full_outputs: list[Graph] = []
     seen: set[str] = set()
@@ -164,8 +185,8 @@ def episode_provenance(run: RunDirectory, episode: EpisodeRecord) -> EpisodeProv
     removed = np.triu(pc_graph.skeleton() & ~final.skeleton(), 1)
     truth = true_dag.skeleton()
     unexplained = added & ~covered
-    return EpisodeProvenance(
-        episode=episode, n_calls=len(calls),
+    return dict(
+        n_calls=len(calls),
         n_added=int(added.sum()), n_added_true=int((added & truth).sum()),
         n_added_unexplained=int(unexplained.sum()),
         n_added_unexplained_true=int((unexplained & truth).sum()),

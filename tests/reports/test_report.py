@@ -225,6 +225,38 @@ def test_provenance_table_counts_edges_from_the_traces(report, runs):
     assert all(r["added edges"] == r["added, true"] for r in oracle_rows)  # restores true edges
 
 
+def test_episode_provenance_is_read_back_from_the_cache_on_a_second_report(runs, monkeypatch):
+    """A warm rerun's report recomputes no episode's provenance (the bootstraps likewise):
+    the same instance, truth, final graph and calls are a cache hit with the same numbers; a
+    different final graph is a miss."""
+    import dataclasses
+
+    from heuresis_env.evaluation.run_format import load_run
+    from heuresis_env.studies import provenance
+
+    run = load_run(runs["llm"])
+    episode = run.episodes[0]
+    first = provenance.episode_provenance(run, episode)
+    assert first is not None
+    monkeypatch.setattr(provenance, "_provenance_parts", lambda *a: pytest.fail("recomputed"))
+    again = provenance.episode_provenance(run, episode)
+    assert again is not None
+
+    def numbers(item):
+        return {f.name: getattr(item, f.name) for f in dataclasses.fields(item)
+                if f.name not in ("episode", "true_dag", "full_outputs")}
+
+    assert numbers(again) == numbers(first)
+    assert again.true_dag.to_dict() == first.true_dag.to_dict()
+    assert [g.to_dict() for g in again.full_outputs] == [g.to_dict() for g in first.full_outputs]
+    graph = dict(episode.final_graph)
+    marks = [list(row) for row in graph["marks"]]
+    marks[0][1], marks[1][0] = (0, 0) if marks[0][1] else (3, 3)  # one pair flipped
+    changed = dataclasses.replace(episode, final_graph={**graph, "marks": marks})
+    with pytest.raises(pytest.fail.Exception, match="recomputed"):
+        provenance.episode_provenance(run, changed)
+
+
 def test_repair_table_counts_restores_and_removals_against_the_truth(report, runs):
     """Table 4b against a direct computation from PC-KCI's output, the final graphs and the
     hidden DAGs; the F1 difference against the per-instance scores in results.jsonl."""

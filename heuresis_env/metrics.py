@@ -329,17 +329,19 @@ def paired_bootstrap(a: object, b: object | None = None, n_resamples: int = 10_0
         return _percentile_bootstrap((kept,), _mean, np.random.default_rng(
             0 if seed is None else int(seed)), n_resamples, confidence, n_dropped)
 
-    stored = _seeded_bootstrap_cache().get_or_compute(
-        _bootstrap_key(kept, seed, n_resamples, confidence, n_dropped), compute)
-    return stored if isinstance(stored, BootstrapResult) else compute()
+    # no lock: two processes computing the same key store the same value
+    cache = ResultCache("bootstrap")
+    key = _bootstrap_key(kept, seed, n_resamples, confidence, n_dropped)
+    stored = cache.get(key)
+    if isinstance(stored, BootstrapResult):
+        return stored
+    result = compute()
+    cache.set(key, result)
+    return result
 
 
 #: bump when what a seeded bootstrap computes changes, so stale cache entries are ignored
 BOOTSTRAP_CACHE_VERSION = 1
-
-
-def _seeded_bootstrap_cache() -> ResultCache:
-    return ResultCache("bootstrap")
 
 
 def _bootstrap_key(kept: np.ndarray, seed: int | None, n_resamples: int, confidence: float,

@@ -135,26 +135,41 @@ def episode_provenance(run: RunDirectory, episode: EpisodeRecord) -> EpisodeProv
 
     if episode.trace_path is None or not episode.trace_path.is_file() or not episode.final_graph:
         return None
+    calls = algorithm_calls(episode.trace_path)
+    final_graph = dict(episode.final_graph)
+    # on disk: a report recomputes this for every episode of every arm, and a warm rerun's
+    # episodes have the same instance, final graph and calls. A generated instance is named
+    # by its key, the salt's digest and its data hash (its truth follows from them); a data
+    # table's truth comes from a file that may change, so it is regenerated and put in the key
+    table = any(details.get("name") == episode.instance[0]
+                for details in run.config.get("datasets") or ())
+    identity = None if table else [run.instance_key(episode.instance),
+                                   run.config.get("salt_digest"), episode.instance_sha256]
+    cache = ResultCache("provenance")
+
+    def key_of(*instance_part: Any) -> str:
+        return stable_hash(["episode-provenance", PROVENANCE_CACHE_VERSION,
+                            ALGORITHM_CACHE_VERSION, *instance_part, final_graph,
+                            [call.signature for call in calls]])
+
+    if identity is not None:
+        parts = cache.get(key_of(identity))
+        if isinstance(parts, dict):
+            return EpisodeProvenance(episode=episode, **parts)
     instance = regenerate_instance(run, episode.instance, episode.instance_sha256)
     names = instance.names
     true_dag = instance.record.dag
     if true_dag is None:  # a data table without a graph: nothing to tell true edges by
         return None
-    final = Graph.from_dict(dict(episode.final_graph))
+    final = Graph.from_dict(final_graph)
     if set(final.names) != set(names):
         raise HeuresisError(f"{run.path}: the final graph of {episode.episode_id} is over "
                             f"{list(final.names)}, the instance over {list(names)}")
-    final = final.restricted(names)
-    calls = algorithm_calls(episode.trace_path)
-    key = stable_hash(["episode-provenance", PROVENANCE_CACHE_VERSION, ALGORITHM_CACHE_VERSION,
-                       instance.sha256, true_dag.to_dict(), final.to_dict(),
-                       [call.signature for call in calls]])
-    # on disk: a report recomputes this for every episode of every arm, and a warm rerun's
-    # episodes have the same instance, truth, final graph and calls (all in the key)
-    parts = ResultCache("provenance").get_or_compute(key, lambda: _provenance_parts(
-        instance, final, true_dag, calls))
-    if not isinstance(parts, dict):  # an unreadable entry: compute again
-        parts = _provenance_parts(instance, final, true_dag, calls)
+    key = key_of(identity if identity is not None else [instance.sha256, true_dag.to_dict()])
+    parts = cache.get(key)
+    if not isinstance(parts, dict):
+        parts = _provenance_parts(instance, final.restricted(names), true_dag, calls)
+        cache.set(key, parts)
     return EpisodeProvenance(episode=episode, **parts)
 
 

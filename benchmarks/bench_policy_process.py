@@ -115,8 +115,11 @@ def main(argv: list[str] | None = None) -> int:
 def start_costs(spec: RunSpec, starts: int) -> None:
     """Seconds to start a policy process and build the policy: a fresh interpreter each time
     (``$HEURESIS_POLICY_LAUNCHER=0``, as before the launcher) against a fork of the runner's
-    launcher (its own start counted once, in the first fork), measured in the same run."""
+    launcher (its own start counted once, in the first fork), measured in the same run; and
+    the round trip of one call to a running process started either way."""
     timings: dict[str, list[float]] = {}
+    round_trips: dict[str, float] = {}
+    calls = 2000
     for label, setting in (("fresh interpreter", "0"), ("forked from the launcher", "1")):
         os.environ[LAUNCHER_VARIABLE] = setting
         close_launchers()
@@ -127,14 +130,24 @@ def start_costs(spec: RunSpec, starts: int) -> None:
             samples.append(time.perf_counter() - started)
             proxy.close()
         timings[label] = samples
+        proxy = PolicyProxy(spec.policy, spec.policy_options, isolation="process")
+        for _ in range(100):  # warm
+            proxy.usage()
+        started = time.perf_counter()
+        for _ in range(calls):
+            proxy.usage()
+        round_trips[label] = (time.perf_counter() - started) / calls
+        proxy.close()
     close_launchers()
     os.environ.pop(LAUNCHER_VARIABLE, None)
     fresh = statistics.median(timings["fresh interpreter"])
     print(f"\n{starts} policy process starts (plain isolation), seconds each")
-    print(f"{'':26} {'first':>7} {'median':>7} {'vs fresh':>9}")
+    print(f"{'':26} {'first':>7} {'median':>7} {'vs fresh':>9} {'µs a call':>10}")
     for label, samples in timings.items():
         median = statistics.median(samples[1:] or samples)
-        print(f"{label:26} {samples[0]:7.3f} {median:7.3f} {fresh / median:8.1f}x")
+        print(f"{label:26} {samples[0]:7.3f} {median:7.3f} {fresh / median:8.1f}x "
+              f"{1e6 * round_trips[label]:10.0f}")
+    print(f"(µs a call: {calls} usage() round trips to a running policy process)")
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -81,18 +82,49 @@ class LaunchedProcess:
     def __init__(self, launcher: PolicyLauncher, pid: int):
         self.launcher, self.pid = launcher, pid
         self.returncode: int | None = None
+        # a pidfd tells whether the process has ended without asking the launcher (the runner
+        # polls before every call); the launcher reaps only when asked, so the pid is still
+        # this process's here
+        try:
+            self._pidfd: int | None = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            self._pidfd = None
+
+    def _ended(self, timeout: float | None) -> bool:
+        """Whether the process has ended within ``timeout`` seconds (True when unknown)."""
+        if self._pidfd is None:
+            return True
+        return bool(select.select([self._pidfd], [], [], timeout)[0])
+
+    def _settle(self, code: int | None) -> int | None:
+        self.returncode = code
+        if code is not None and self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+        return code
 
     def poll(self) -> int | None:
-        if self.returncode is None:
-            self.returncode = self.launcher.exit_code(self.pid, 0.0)
+        if self.returncode is None and self._ended(0.0):
+            self._settle(self.launcher.exit_code(self.pid, 0.0 if self._pidfd is None else 5.0))
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
         if self.returncode is None:
-            self.returncode = self.launcher.exit_code(self.pid, timeout)
-            if self.returncode is None:
+            if self._pidfd is not None and not self._ended(timeout):
                 raise subprocess.TimeoutExpired("policy process", timeout or 0.0)
+            code = self._settle(self.launcher.exit_code(
+                self.pid, timeout if self._pidfd is None else 5.0))
+            if code is None:
+                raise subprocess.TimeoutExpired("policy process", timeout or 0.0)
+        assert self.returncode is not None
         return self.returncode
+
+    def __del__(self) -> None:
+        if getattr(self, "_pidfd", None) is not None:
+            try:
+                os.close(self._pidfd)  # type: ignore[arg-type]
+            except OSError:
+                pass
 
 
 class PolicyLauncher:

@@ -321,22 +321,15 @@ def paired_bootstrap(a: object, b: object | None = None, n_resamples: int = 10_0
     n_dropped = int(values.size - kept.size)
     if kept.size == 0:
         return _empty_result(confidence, n_dropped, n_resamples)
-    if rng is not None:  # a caller's generator: its state is part of the result, not cacheable
-        return _percentile_bootstrap((kept,), _mean, generator, n_resamples, confidence,
-                                     n_dropped)
-
-    def compute() -> BootstrapResult:
-        return _percentile_bootstrap((kept,), _mean, np.random.default_rng(
-            0 if seed is None else int(seed)), n_resamples, confidence, n_dropped)
-
-    # no lock: two processes computing the same key store the same value
-    cache = ResultCache("bootstrap")
+    # seeded, the result is kept on disk; a caller's generator is part of the result (its
+    # state), so that is never cached. No lock: two processes store the same value.
+    cache = ResultCache("bootstrap") if rng is None else None
     key = _bootstrap_key(kept, seed, n_resamples, confidence, n_dropped)
-    stored = cache.get(key)
-    if isinstance(stored, BootstrapResult):
+    if cache is not None and isinstance(stored := cache.get(key), BootstrapResult):
         return stored
-    result = compute()
-    cache.set(key, result)
+    result = _percentile_bootstrap((kept,), _mean, generator, n_resamples, confidence, n_dropped)
+    if cache is not None:
+        cache.set(key, result)
     return result
 
 

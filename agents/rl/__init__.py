@@ -217,3 +217,7 @@ __all__ = [
     "warm_evidence",
     "warm_start",
 ]
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -152,10 +152,10 @@ def episode_provenance(run: RunDirectory, episode: EpisodeRecord) -> EpisodeProv
                             ALGORITHM_CACHE_VERSION, *instance_part, final_graph,
                             [call.signature for call in calls]])
 
-    if identity is not None:
-        parts = cache.get(key_of(identity))
-        if isinstance(parts, dict):
-            return EpisodeProvenance(episode=episode, **parts)
+    key = None if identity is None else key_of(identity)
+    parts = None if key is None else cache.get(key)
+    if isinstance(parts, dict):
+        return EpisodeProvenance(episode=episode, **parts)
     instance = regenerate_instance(run, episode.instance, episode.instance_sha256)
     names = instance.names
     true_dag = instance.record.dag
@@ -165,8 +165,9 @@ def episode_provenance(run: RunDirectory, episode: EpisodeRecord) -> EpisodeProv
     if set(final.names) != set(names):
         raise HeuresisError(f"{run.path}: the final graph of {episode.episode_id} is over "
                             f"{list(final.names)}, the instance over {list(names)}")
-    key = key_of(identity if identity is not None else [instance.sha256, true_dag.to_dict()])
-    parts = cache.get(key)
+    if key is None:  # a data table: its truth, regenerated, is part of the key
+        key = key_of([instance.sha256, true_dag.to_dict()])
+        parts = cache.get(key)
     if not isinstance(parts, dict):
         parts = _provenance_parts(instance, final.restricted(names), true_dag, calls)
         cache.set(key, parts)

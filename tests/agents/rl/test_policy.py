@@ -176,3 +176,12 @@ def test_building_the_policy_reads_its_size_without_torch_and_configure_loads_th
     assert policy.d == config["d"]
     with pytest.raises(Exception, match="zip|File is not"):
         policy.configure(SETTINGS)
+
+
+def test_the_package_exports_exactly_the_names_it_loads_lazily():
+    import agents.rl as package
+
+    assert sorted(package.__all__) == sorted(package._EXPORTS)
+    for name in package.__all__:  # each resolves to its module's object, functions included
+        assert getattr(package, name) is getattr(
+            __import__(f"agents.rl.{package._EXPORTS[name]}", fromlist=[name]), name)

@@ -11,6 +11,7 @@ from typing import Any
 
 from heuresis_env.cache import ResultCache, stable_hash
 from heuresis_env.discovery import AlgorithmResult, run_algorithm
+from heuresis_env.discovery.algorithms import ALGORITHM_CACHE_VERSION
 from heuresis_env.generation import Instance
 from heuresis_env.metrics import score_graph
 from heuresis_env.version import __version__
@@ -44,7 +45,7 @@ class ReferenceRecord:
 
 def _cache_key(instance: Instance, algorithm: str, params: dict[str, Any] | None) -> str:
     key = {"instance": instance.sha256, "algorithm": algorithm, "params": params or {},
-           "code": CODE_VERSION, "package": __version__}
+           "code": CODE_VERSION, "algorithms": ALGORITHM_CACHE_VERSION, "package": __version__}
     if instance.record.graph_model == "data":  # one table may come with different graphs
         truth = instance.record.dag
         key["truth"] = None if truth is None else stable_hash(truth.to_dict())

@@ -399,7 +399,8 @@ def run_algorithm(name: str, data: np.ndarray, names: Sequence[str] | None = Non
 
 
 #: bump when an algorithm's output for the same inputs changes, so cached outputs are not reused
-ALGORITHM_CACHE_VERSION = 2  # 2: PC's default orientation is causal-learn's (issue 13)
+#: (the evidence store, the stability tool and the baselines' reference records key on it too)
+ALGORITHM_CACHE_VERSION = 3  # 3: NOTEARS' and NOTEARS-MLP's arithmetic (issue 14); 2: issue 13
 _RECENT: MemoCache[AlgorithmResult] = MemoCache(256)
 
 
@@ -673,7 +674,7 @@ def run_notears_mlp(data: np.ndarray, names: tuple[str, ...], params: dict[str, 
     """NOTEARS-MLP seeded from ``seed`` and limited to one thread while it runs (reproducible
     sums, no oversubscription of shared cores). ``engine="torch"`` differentiates with torch
     autograd; the default ``"numpy"`` uses hand-written gradients checked against autograd to
-    1e-12 and runs about 1.7× faster (``benchmarks/bench_notears.py``)."""
+    1e-12 and runs about 2× faster (``benchmarks/bench_notears.py``)."""
 
     result = notears_mlp(data, hidden=params["hidden"], lambda1=params["lambda1"],
                          lambda2=params["lambda2"], max_iter=params["max_iter"],

@@ -13,16 +13,20 @@ Departures from the reference, none of which changes a converged result beyond r
 (the tests compare with the reference's output on fixed samples):
 
 - exp(W∘W) is computed by :func:`expm_nonnegative` (a Taylor series without cancellation for
-  non-negative matrices, accurate to a few ulps) instead of ``scipy.linalg.expm``, 10–100×
+  non-negative matrices, accurate to a few ulps) instead of ``scipy.linalg.expm``, 3–100×
   faster at these sizes;
 - the MLP objective (:class:`NotearsMlpObjective`) works on one flat parameter vector:
-  all first layers are one matrix product, the locally connected layer one more, and the
-  gradients of h, L1 and L2 are written out; the fit term's gradient is derived by hand in
-  NumPy or taken by torch autograd (``engine``). Value and gradient equal the reference
-  module's to ~1e-12 relative, and a run is 3–6× faster. Over a full run L-BFGS-B amplifies
-  any rounding difference up to its own stopping tolerance, so final weights differ from
-  the reference's by ~1e-3 — as much as the reference's own do when only its matrix
-  exponential is swapped for another accurate one;
+  all first layers are one matrix product, the locally connected layer d small stacked
+  products, and the gradients of h, L1 and L2 are written out; the fit term's gradient is
+  derived by hand in NumPy (its sigmoid by torch's vectorised kernel) or taken by torch
+  autograd (``engine``). Value and gradient equal the reference module's to ~1e-12
+  relative, and a run is about 5× faster. Over a full run L-BFGS-B amplifies any rounding
+  difference up to its own stopping tolerance, so final weights differ from the
+  reference's by ~1e-3–1e-2 — as much as the reference's own do when only its matrix
+  exponential is swapped for another accurate one (``benchmarks/bench_notears.py
+  --noise-floor``);
+- L-BFGS-B is SciPy's routine driven by :func:`~heuresis_env.discovery.lbfgsb.minimize_lbfgsb`,
+  SciPy's own loop without its per-evaluation wrappers (the same iterates bit for bit);
 - ``max_inner_iter`` can cap each L-BFGS-B solve (the default, 15,000, is SciPy's);
 - a final pruning step guarantees a DAG: if the thresholded weights still contain a directed
   cycle (where the reference would fail its ``is_dag`` assertion), the weakest edge on a
@@ -38,6 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from heuresis_env.discovery.lbfgsb import minimize_lbfgsb
 from heuresis_env.errors import DataError, HeuresisError, UnknownNameError
 
 LOSS_TYPES = ("l2", "logistic", "poisson")
@@ -74,33 +79,50 @@ def _check_inputs(x: np.ndarray, **positive: float) -> np.ndarray:
     return data
 
 
+_INVERSE_FACTORIALS = 1.0 / np.array([math.factorial(k) for k in range(44)], dtype=np.float64)
+
+
 def expm_nonnegative(matrix: np.ndarray) -> np.ndarray:
     """exp(M) for an elementwise non-negative M by scaling, Taylor series and squaring.
 
     Every Taylor term of a non-negative matrix is non-negative, so the series has no
     cancellation and is accurate to a few ulps (the tests compare it with
     ``scipy.linalg.expm``); for the small matrices here it is 10–100× faster than SciPy's
-    general Padé routine, which dominated NOTEARS' run time.
+    general Padé routine, which dominated NOTEARS' run time. M is scaled by 2⁻ˢ to an
+    ∞-norm ν ≤ ½, the series is cut at the first degree K whose remainder bound
+    ν^(K+1)/(K+1)!·e^ν is below 10⁻¹⁸ (at most 16), rounded up to a multiple of four terms
+    and evaluated by Paterson–Stockmeyer's scheme (see below), and squared s times. Any
+    real M is accepted (the bound then uses |M|), but only a non-negative one is free of
+    cancellation.
     """
     m = np.asarray(matrix, dtype=np.float64)
     d = m.shape[0]
-    nonnegative = bool(m.min() >= 0) if d else True
-    magnitude = m if nonnegative else np.abs(m)
-    norm = float(magnitude.sum(axis=1).max()) if d else 0.0
+    if d == 0:
+        return np.eye(0)
+    norm = float(np.abs(m).sum(axis=1).max())
     squarings = max(0, math.ceil(math.log2(norm / 0.5))) if norm > 0.5 else 0
     scaled = m / (2.0 ** squarings)
-    result = np.eye(d) + scaled
-    term = scaled
-    # every partial sum is at most e^‖scaled‖∞ entrywise: terms above 1e-18 times that
-    # (with room for rounding) cannot meet the stopping rule, so skip its second reduction
-    ceiling = 2e-18 * math.exp(norm / 2.0 ** squarings)
-    for k in range(2, 40):
-        term = (term @ scaled) / k
-        result += term
-        largest = float(term.max() if nonnegative else np.abs(term).max())
-        if largest <= ceiling and largest <= 1e-18 * float(
-                result.max() if nonnegative else np.abs(result).max()):
-            break
+    nu = norm / 2.0 ** squarings
+    degree, bound = 1, nu * nu / 2.0 * math.exp(nu)  # remainder bound after degree 1
+    while bound > 1e-18 and degree < 39:
+        degree += 1
+        bound *= nu / (degree + 1)
+    # Paterson–Stockmeyer in blocks of four terms: with P = [I, M, M², M³] and
+    # B_i = Σ_j M^j/(4i + j)!, the series is B_0 + M⁴(B_1 + M⁴(B_2 + …)) — every coefficient
+    # and matrix non-negative, so no cancellation either
+    blocks = degree // 4 + 1
+    powers = np.zeros((4, d, d))
+    powers[0].flat[:: d + 1] = 1.0
+    powers[1] = scaled
+    np.matmul(scaled, scaled, out=powers[2])
+    np.matmul(powers[2], scaled, out=powers[3])
+    fourth = powers[3] @ scaled
+    coefficients = _INVERSE_FACTORIALS[: 4 * blocks].reshape(blocks, 4)
+    sums = (coefficients @ powers.reshape(4, d * d)).reshape(blocks, d, d)
+    result = sums[blocks - 1]
+    for i in range(blocks - 2, -1, -1):
+        result = fourth @ result
+        result += sums[i]
     for _ in range(squarings):
         result = result @ result
     return result
@@ -151,7 +173,6 @@ def notears_linear(x: np.ndarray, lambda1: float = 0.1, loss_type: str = "l2",
     """
     if loss_type not in LOSS_TYPES:
         raise UnknownNameError("NOTEARS loss", loss_type, LOSS_TYPES)
-    import scipy.optimize as sopt
     from scipy.special import expit
 
     data = _check_inputs(x, lambda1=lambda1, w_threshold=w_threshold)
@@ -186,16 +207,16 @@ def notears_linear(x: np.ndarray, lambda1: float = 0.1, loss_type: str = "l2",
         return value, np.concatenate((g_smooth + lambda1, -g_smooth + lambda1), axis=None)
 
     w_est = np.zeros(2 * d * d)
-    bounds = [(0, 0) if i == j else (0, None) for _ in range(2) for i in range(d) for j in range(d)]
+    lower = np.zeros(2 * d * d)
+    upper = np.tile(np.where(np.eye(d, dtype=bool), 0.0, np.inf).ravel(), 2)  # no self-loops
     if loss_type == "l2":
         data = data - data.mean(axis=0, keepdims=True)
     steps = evaluations = 0
     for _ in range(max_iter):
         w_new, h_new = w_est, h
         while rho < rho_max:
-            solution = sopt.minimize(objective, w_est, method="L-BFGS-B", jac=True,
-                                     bounds=bounds, options={"maxiter": max_inner_iter})
-            evaluations += int(solution.nfev)
+            solution = minimize_lbfgsb(objective, w_est, lower, upper, max_inner_iter)
+            evaluations += solution.nfev
             w_new = solution.x
             h_new, _ = h_and_grad(to_matrix(w_new))
             if h_new > 0.25 * h:
@@ -271,54 +292,58 @@ def _initial_mlp_parameters(d: int, hidden: int, bias: bool) -> np.ndarray:
 class _NumpyFitLoss:
     """½/n‖f(X) − X‖² of the d MLPs and its gradient, derived by hand, in NumPy.
 
-    The first layers of all d networks are one matrix product [X | 1]·[W | b]ᵀ, and the
-    locally connected second layer is a product with the block-diagonal matrix of its
-    weights, so a call costs five BLAS products and a handful of elementwise passes into
+    Units × samples layout: the first layers of all d networks are one matrix product
+    [W | b]·[X | 1]ᵀ, whose rows, grouped by output j, are contiguous (hidden × n) blocks,
+    so the locally connected second layer and its gradient are d small stacked products
+    instead of products with a block-diagonal matrix (ten times the arithmetic). The
+    sigmoid is torch's vectorised kernel, run in place on the NumPy buffer (NumPy's float64
+    ``exp`` is scalar libm without AVX-512; torch's is 2–3× faster, to 1 ulp). A call is two
+    BLAS products, two stacked products and a handful of elementwise passes into
     preallocated buffers.
     """
 
     def __init__(self, data: np.ndarray, hidden: int, bias: bool):
+        import torch
+
         n, d = data.shape
         units = d * hidden
         self.n, self.d, self.hidden = n, d, hidden
-        self.target = data
-        self.inputs = np.hstack([data, np.ones((n, 1))]) if bias else data.copy()
-        self.activation = np.empty((n, units))  # sigmoid of the hidden pre-activations
-        self.scratch = np.empty((n, units))
-        self.hidden_gradient = np.empty((n, units))
-        self.block_weights = np.zeros((units, d))  # [j·hidden + m, j] = fc2 weight[j, m]
-        self.block_rows = np.arange(units)
-        self.block_cols = np.repeat(np.arange(d), hidden)
+        self.target_transposed = np.ascontiguousarray(data.T)  # [output j, sample]
+        self.inputs = np.hstack([data, np.ones((n, 1))]) if bias else data.copy()  # [X | 1]
+        self.inputs_transposed = np.ascontiguousarray(self.inputs.T)
+        self.activation = np.empty((units, n))  # σ of the hidden pre-activations
+        self.scratch = np.empty((units, n))
+        self.hidden_gradient = np.empty((units, n))
+        self.output = np.empty((d, 1, n))
+        self._activation_tensor = torch.from_numpy(self.activation)  # shares the buffer
+        self._sigmoid = torch.sigmoid
 
     def __call__(self, first_layer: np.ndarray, second_weight: np.ndarray,
                  second_bias: np.ndarray | None
                  ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray | None]:
         """Loss and its gradients for [W | b] (units × d(+1)), fc2 weight (d × hidden), fc2 bias."""
         n, d, hidden = self.n, self.d, self.hidden
-        exponential = np.matmul(self.inputs, np.negative(first_layer).T, out=self.scratch)
-        with np.errstate(over="ignore"):
-            np.exp(exponential, out=exponential)  # e^(−z)
-        exponential += 1.0
-        activation = np.divide(1.0, exponential, out=self.activation)  # σ(z)
-        block = self.block_weights
-        block[self.block_rows, self.block_cols] = second_weight.ravel()
-        residual = activation @ block
+        np.matmul(first_layer, self.inputs_transposed, out=self.activation)
+        self._sigmoid(self._activation_tensor, out=self._activation_tensor)
+        activation = self.activation.reshape(d, hidden, n)
+        residual = np.matmul(second_weight.reshape(d, 1, hidden), activation,
+                             out=self.output).reshape(d, n)
         if second_bias is not None:
-            residual += second_bias
-        residual -= self.target
+            residual += second_bias[:, None]
+        residual -= self.target_transposed
         flat_residual = residual.ravel()
         loss = 0.5 / n * float(flat_residual @ flat_residual)
-        residual *= 1.0 / n  # ∂loss/∂output
-        bias_gradient = residual.sum(axis=0) if second_bias is not None else None
-        second_gradient = (activation.T @ residual)[self.block_rows, self.block_cols]
-        # ∂loss/∂z = (∂loss/∂output · fc2 weight) σ(z)(1 − σ(z)); the block matrix's zeros
-        # add exactly nothing to the product
-        gradient = np.matmul(residual, block.T, out=self.hidden_gradient)
-        derivative = np.subtract(1.0, activation, out=self.scratch)
-        derivative *= activation
-        gradient *= derivative
-        first_gradient = gradient.T @ self.inputs
-        return loss, first_gradient, second_gradient.reshape(d, hidden), bias_gradient
+        residual *= 1.0 / n  # ∂loss/∂output, [j, sample]
+        bias_gradient = residual.sum(axis=1) if second_bias is not None else None
+        second_gradient = np.matmul(activation, residual[:, :, None]).reshape(d, hidden)
+        # ∂loss/∂z[j·hidden + m] = ∂loss/∂output j · fc2 weight[j, m] · σ(z)(1 − σ(z))
+        gradient = self.hidden_gradient.reshape(d, hidden, n)
+        np.multiply(second_weight[:, :, None], residual[:, None, :], out=gradient)
+        derivative = np.subtract(1.0, self.activation, out=self.scratch)
+        derivative *= self.activation
+        self.hidden_gradient *= derivative
+        first_gradient = self.hidden_gradient @ self.inputs
+        return loss, first_gradient, second_gradient, bias_gradient
 
 
 class _TorchFitLoss:
@@ -469,11 +494,11 @@ def notears_mlp(x: np.ndarray, hidden: int = 10, lambda1: float = 0.01, lambda2:
     the same parameters, initial weights (torch's generator seeded with ``seed`` inside a
     forked RNG state, so the caller's is untouched), objective, bounds and dual ascent.
     ``engine`` says how the fit term's gradient is taken: "numpy" (default) by the formulas
-    written out — five BLAS products and a few elementwise passes into reused buffers —
-    or "torch" by autograd through the fused network. Both give the reference's value and
-    gradient to rounding; NumPy is the default because it is about 2× faster per
-    evaluation and 1.6–1.9× per run at d = 10, n = 600 (torch's per-operation overhead and
-    float64 products dominate at these sizes; ``benchmarks/bench_notears.py``). Torch and
+    written out — two BLAS products, two stacked products, torch's vectorised sigmoid and
+    a few elementwise passes into reused buffers — or "torch" by autograd through the fused
+    network. Both give the reference's value and gradient to rounding; "numpy" is the
+    default because it is about 2× faster per evaluation and per run at d = 10, n = 600
+    (``benchmarks/bench_notears.py``). Torch and
     BLAS run on ``num_threads`` threads during the fit (None leaves the settings alone).
     ``max_iter`` bounds the dual-ascent steps and ``max_inner_iter`` each L-BFGS-B solve.
     """
@@ -482,21 +507,18 @@ def notears_mlp(x: np.ndarray, hidden: int = 10, lambda1: float = 0.01, lambda2:
     if hidden < 1:
         raise HeuresisError(f"hidden must be a positive integer, got {hidden!r}")
     data = _check_inputs(x, lambda1=lambda1, lambda2=lambda2, w_threshold=w_threshold)
-    import scipy.optimize as sopt
-
     d = data.shape[1]
     with _torch_session(seed, num_threads), _blas_threads(num_threads):
         flat = _initial_mlp_parameters(d, int(hidden), bool(bias))
         objective = NotearsMlpObjective(data, int(hidden), lambda1, lambda2, bool(bias), engine)
-        bounds = sopt.Bounds(*objective.bounds())
+        lower, upper = objective.bounds()
         rho, alpha, h = 1.0, 0.0, np.inf
         steps = 0
         for _ in range(max_iter):
             h_new = h
             while rho < rho_max:
                 objective.rho, objective.alpha = rho, alpha
-                solution = sopt.minimize(objective, flat, method="L-BFGS-B", jac=True,
-                                         bounds=bounds, options={"maxiter": max_inner_iter})
+                solution = minimize_lbfgsb(objective, flat, lower, upper, max_inner_iter)
                 flat = solution.x
                 h_new = objective.acyclicity(flat)
                 if h_new > 0.25 * h:

@@ -1,7 +1,8 @@
 """The evidence store: each bundle computed once per instance and kept on disk for every process.
 
-An entry is keyed by the instance's data hash, what was computed, its parameters and
-:data:`EVIDENCE_VERSION` (bump it whenever a computation changes). A file lock per entry makes
+An entry is keyed by the instance's data hash, what was computed, its parameters,
+:data:`EVIDENCE_VERSION` (bump it whenever a computation changes) and the algorithms' cache
+version (evidence reads the reference algorithms' outputs). A file lock per entry makes
 concurrent processes (vector environments, worker pools) compute each entry once.
 """
 
@@ -11,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from heuresis_env.cache import MemoCache, ResultCache, stable_hash
+from heuresis_env.discovery.algorithms import ALGORITHM_CACHE_VERSION
 
 #: bump when any computation of this package changes, so stale cache entries are not reused
 EVIDENCE_VERSION = 2  # 2: the guided start uses PC's causal-learn orientation (issue 13)
@@ -30,7 +32,7 @@ def cached_evidence(sha256: str, what: str, params: dict[str, Any],
     if value is not None:
         return value
     key = stable_hash({"sha256": sha256, "what": what, "params": params,
-                       "version": EVIDENCE_VERSION})
+                       "version": EVIDENCE_VERSION, "algorithms": ALGORITHM_CACHE_VERSION})
     value = ResultCache("evidence").get_or_compute(key, compute)
     return _MEMORY.set(memory_key, value)
 

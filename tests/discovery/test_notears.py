@@ -44,12 +44,18 @@ TRUE_WEIGHTS[2, 4] = -0.7
 
 def test_expm_nonnegative_matches_scipy():
     rng = np.random.default_rng(0)
-    for d, scale in [(3, 0.1), (6, 0.5), (10, 1.0), (25, 0.4), (8, 3.0)]:
+    # ∞-norms from 10⁻³ to 10³: from no squaring and a short series to ten squarings
+    for d, scale in [(3, 0.01), (3, 0.1), (6, 0.5), (10, 1.0), (25, 0.4), (8, 3.0),
+                     (10, 5.0), (1, 2.0)]:
         w = rng.normal(size=(d, d)) * scale
         m = w * w
         reference = slin.expm(m)
         np.testing.assert_allclose(expm_nonnegative(m), reference, rtol=1e-12)
     np.testing.assert_array_equal(expm_nonnegative(np.zeros((4, 4))), np.eye(4))
+    # a signed matrix of small norm (the bound then uses |M|; cancellation is mild here)
+    signed = rng.normal(size=(5, 5)) * 0.1
+    np.testing.assert_allclose(expm_nonnegative(signed), slin.expm(signed), rtol=1e-12,
+                               atol=1e-15)
 
 
 def test_acyclicity_is_zero_exactly_for_dags():

@@ -15,6 +15,7 @@ from pydantic import Field
 
 from heuresis_env.cache import ResultCache, stable_hash
 from heuresis_env.discovery.algorithms import (
+    ALGORITHM_CACHE_VERSION,
     available_algorithms,
     cached_run_algorithm,
     get_algorithm,
@@ -121,7 +122,8 @@ def _stability(state: EpisodeState, args: StabilityArgs) -> ToolResult:
     seed = state.call_seed()
     key = stable_hash({"sha256": state.sha256, "algorithm": args.name, "params": params,
                        "variables": variables, "n_boot": args.n_boot, "frac": args.frac,
-                       "seed": seed, "version": TOOL_CACHE_VERSION})
+                       "seed": seed, "version": TOOL_CACHE_VERSION,
+                       "algorithms": ALGORITHM_CACHE_VERSION})
     store = ResultCache("tool-stability")
     cached = store.get(key)
     if cached is None:

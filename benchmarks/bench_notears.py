@@ -13,6 +13,12 @@ first row is how far rounding alone moves a full run. All runs use one torch thr
 BLAS thread. Usage::
 
     python benchmarks/bench_notears.py [--family anm] [--index 0] [--repeats 1] [--noise-floor]
+    python benchmarks/bench_notears.py --per-family 2 [--n 600]
+
+``--per-family K`` runs the reference code (autograd, ``scipy.linalg.expm``) and
+``notears_mlp`` on the first K dev instances of every family instead: per instance the time
+of each, their evaluation counts, how far their raw weights are apart, how many thresholded
+edges differ, and each one's adjacency F1 against the instance's true DAG; then the totals.
 """
 
 from __future__ import annotations
@@ -185,6 +191,60 @@ def reference_notears_mlp(x: np.ndarray, hidden: int = 10, lambda1: float = 0.01
         return torch.sqrt(model.fc1_squared()).numpy().copy(), evaluations
 
 
+def agreement(per_family: int, n: int | None) -> None:
+    """The reference code and ``notears_mlp`` side by side on ``per_family`` dev instances of
+    every family (see the module's text)."""
+    from heuresis_env.discovery.notears import _finish
+    from heuresis_env.generation.families import BENCHMARK_FAMILIES
+    from heuresis_env.generation.instances import InstanceKey, generate_instance
+    from heuresis_env.graphs import Graph
+    from heuresis_env.metrics import score_graph
+
+    def f1(raw: np.ndarray, names: tuple[str, ...], truth: Graph) -> float:
+        adjacency = _finish(raw, 0.0, 0.0, 0, 1e-8, 0.3, 0).adjacency  # threshold, DAG
+        return float(score_graph(Graph.from_dag(adjacency, names), truth)["f1"])
+
+    print(f"{'instance':<18}{'ref s':>8}{'ours s':>8}{'ratio':>7}{'ref evals':>10}"
+          f"{'our evals':>10}{'max|Δraw|':>11}{'Δedges':>8}{'ref F1':>8}{'our F1':>8}")
+    totals = {"ref": 0.0, "ours": 0.0, "edges": 0, "differ": 0, "ref_f1": 0.0, "our_f1": 0.0}
+    count = 0
+    torch.set_num_threads(1)
+    with threadpool_limits(limits=1, user_api="blas"):
+        for family in BENCHMARK_FAMILIES:
+            for index in range(per_family):
+                key = (InstanceKey(family, "dev", index) if n is None
+                       else InstanceKey(family, "dev", index, n=n))
+                instance = generate_instance(key)
+                x, truth = np.asarray(instance.X), instance.record.dag
+                start = time.perf_counter()
+                with torch.random.fork_rng(devices=[]):
+                    reference_raw, reference_evals = reference_notears_mlp(
+                        x, expm=scipy.linalg.expm)
+                reference_seconds = time.perf_counter() - start
+                start = time.perf_counter()
+                ours = notears_mlp(x)
+                our_seconds = time.perf_counter() - start
+                edges = int(((ours.raw_weights >= 0.3) != (reference_raw >= 0.3)).sum())
+                difference = float(np.abs(ours.raw_weights - reference_raw).max())
+                reference_f1 = f1(reference_raw, instance.names, truth)
+                our_f1 = f1(ours.raw_weights, instance.names, truth)
+                print(f"{family + '/dev/' + str(index):<18}{reference_seconds:>8.2f}"
+                      f"{our_seconds:>8.2f}{reference_seconds / our_seconds:>6.2f}×"
+                      f"{reference_evals:>10d}{ours.n_evaluations:>10d}{difference:>11.2e}"
+                      f"{edges:>8d}{reference_f1:>8.3f}{our_f1:>8.3f}", flush=True)
+                count += 1
+                totals["ref"] += reference_seconds
+                totals["ours"] += our_seconds
+                totals["edges"] += edges
+                totals["differ"] += int(edges > 0)
+                totals["ref_f1"] += reference_f1
+                totals["our_f1"] += our_f1
+    print(f"{count} instances: reference {totals['ref']:.1f} s, notears_mlp {totals['ours']:.1f} s "
+          f"({totals['ref'] / totals['ours']:.2f}×); thresholded graphs differ on "
+          f"{totals['differ']} ({totals['edges']} edges in all); mean F1 reference "
+          f"{totals['ref_f1'] / count:.3f}, notears_mlp {totals['our_f1'] / count:.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--family", default="anm")
@@ -192,7 +252,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1, help="runs per implementation (min)")
     parser.add_argument("--noise-floor", action="store_true",
                         help="also run the reference with scipy.linalg.expm")
+    parser.add_argument("--per-family", type=int, default=0,
+                        help="compare with the reference code on this many dev instances a family")
+    parser.add_argument("--n", type=int, default=None, help="rows per instance (--per-family)")
     args = parser.parse_args()
+    if args.per_family:
+        agreement(args.per_family, args.n)
+        return
     from heuresis_env.generation.instances import InstanceKey, generate_instance
 
     x = np.asarray(generate_instance(InstanceKey(args.family, "dev", args.index)).X)

@@ -20,9 +20,16 @@ import numpy as np
 
 from heuresis_env.errors import HeuresisError
 
+_PLAIN = frozenset({str, int, bool, type(None)})  # returned as they are (exact types only)
+
 
 def json_safe(value: Any) -> Any:
     """A value with non-finite floats as strings, so ``json.dumps`` output is strict JSON."""
+    kind = type(value)
+    if kind in _PLAIN:  # the common leaves first: a set lookup instead of five isinstance calls
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else str(value)
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
     if isinstance(value, dict):

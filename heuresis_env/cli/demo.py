@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
     run_dirs = [summary.out_dir for summary in summaries]
     report = build_report(run_dirs, args.out / "report", progress=False,
                           viewer="../viewer/index.html")
-    viewer = build_site(run_dirs, args.out / "viewer")
+    viewer = build_site(run_dirs, args.out / "viewer", workers=args.workers)
     elapsed = time.perf_counter() - started
     print(report.headline)
     if any(spec == RL_POLICY for _, spec, _ in plan):

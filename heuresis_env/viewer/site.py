@@ -76,6 +76,7 @@ class SiteSummary:
     index_bytes: int
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    processes: int = 1  # how many processes wrote the episode files
 
 
 # ---- small readers ------------------------------------------------------------------------------
@@ -422,12 +423,87 @@ nothing is fetched from the network).</noscript></main>
 """
 
 
+#: below this many episodes a build stays in one process (a pool costs more than it saves)
+PARALLEL_MIN_EPISODES = 400
+
+
+@dataclass
+class _Entry:
+    """One episode's contribution to the site: its index row and what went wrong reading it."""
+
+    row: list[Any]
+    warnings: list[str]
+    has_trace: bool
+    has_truth: bool
+
+
+def _episode_entry(run: RunDirectory, run_number: int, name: str, episode: EpisodeRecord,
+                   truths: _Truths, delta: float | None, out: Path) -> _Entry:
+    """Write one episode's file and return its row of the index."""
+    payload, problems = episode_payload(run, name, episode, truths, delta)
+    file = f"r{run_number}-{episode_file_stem(episode.episode_id)}"
+    text = f"heuresisEpisode({json.dumps(file)},{_script_json(payload)});\n"
+    atomic_write_bytes(out / EPISODES_DIR / f"{file}.js", text.encode("utf-8"))
+    row = [episode.episode_id, run_number, episode.family, episode.index,
+           episode.repeat, _finite(episode.score("f1")),
+           _finite(episode.score("precision")), _finite(episode.score("recall")),
+           _finite(episode.score("shd")), delta, episode.steps,
+           episode.termination_reason, episode.finished, episode.prompt_tokens,
+           episode.completion_tokens, _finite(episode.cost_usd),
+           _finite(episode.wall_seconds), file, bool(episode.error)]
+    return _Entry(row, problems, bool(payload["steps"] or payload["start"] is not None),
+                  payload["truth"] is not None)
+
+
+#: what a forked worker of :func:`build_site` reads: (runs, names, out, [(run number,
+#: episode, delta)] in index order); set in the parent just before the pool forks
+_FORK_STATE: tuple[list[RunDirectory], list[str], Path,
+                   list[tuple[int, EpisodeRecord, float | None]]] | None = None
+
+
+def _build_chunk(positions: list[int]) -> tuple[list[tuple[int, _Entry]], dict[str, str]]:
+    """In a forked worker: the entries of these positions of the index (one truth cache)."""
+    assert _FORK_STATE is not None, "a viewer worker needs the state forked from its parent"
+    runs, names, out, items = _FORK_STATE
+    truths = _Truths()
+    entries = []
+    for position in positions:
+        run_number, episode, delta = items[position]
+        entries.append((position, _episode_entry(runs[run_number], run_number,
+                                                 names[run_number], episode, truths, delta,
+                                                 out)))
+    return entries, truths.failed
+
+
+def _can_fork() -> bool:
+    """Forking is safe enough here: Linux, and no thread besides this one but daemon helpers
+    (tqdm's monitor, started by any progress bar, sleeps and touches only tqdm's own lock,
+    which a worker never takes); a process with other threads builds in one process."""
+    import multiprocessing
+    import sys
+    import threading
+
+    helpers_only = all(thread is threading.current_thread() or thread.daemon
+                       for thread in threading.enumerate())
+    return (sys.platform.startswith("linux") and helpers_only
+            and "fork" in multiprocessing.get_all_start_methods())
+
+
 def build_site(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLike, *,
-               progress: bool = False) -> SiteSummary:
-    """Write the viewer site of ``run_dirs`` to ``out_dir`` (see the module docstring)."""
+               progress: bool = False, workers: int = 1) -> SiteSummary:
+    """Write the viewer site of ``run_dirs`` to ``out_dir`` (see the module docstring).
+
+    ``workers`` > 1 writes the episode files in that many forked processes (Linux, from a
+    process with no other thread but daemon helpers, at least
+    :data:`PARALLEL_MIN_EPISODES` episodes; otherwise in this one), each instance's episodes in one process so its true graph is regenerated
+    once; the site is the same file for file either way.
+    """
+    global _FORK_STATE
     started = time.perf_counter()
     if not run_dirs:
         raise HeuresisError("give at least one run directory")
+    if workers < 1:
+        raise HeuresisError(f"workers must be at least 1, got {workers!r}")
     paths = [Path(p) for p in run_dirs]
     runs = [load_run(p) for p in paths]
     names = run_names(paths)
@@ -438,31 +514,54 @@ def build_site(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLike
 
     warnings = [w for run in runs for w in run.warnings]
     bca = bca_means(runs)
-    truths = _Truths()
+    items = [(run_number, episode, _delta(run, episode, bca))
+             for run_number, run in enumerate(runs)
+             for episode in sorted(run.episodes, key=lambda e: (e.family, e.index, e.repeat))]
+    bar = tqdm(total=len(items), desc="viewer", disable=not progress, leave=False)
+    entries: list[_Entry | None] = [None] * len(items)
+    failed: dict[str, str] = {}
+    processes = 1
+    if workers > 1 and len(items) >= PARALLEL_MIN_EPISODES and _can_fork():
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        by_instance: dict[str, list[int]] = {}
+        for position, (_, episode, _) in enumerate(items):
+            by_instance.setdefault(episode.instance_sha256, []).append(position)
+        groups = list(by_instance.values())
+        chunks = [[p for group in groups[k::workers * 4] for p in group]
+                  for k in range(min(len(groups), workers * 4))]
+        _FORK_STATE = (runs, names, out, items)
+        processes = workers
+        try:
+            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")
+                                     ) as pool:
+                futures = [pool.submit(_build_chunk, chunk) for chunk in chunks]
+                for future in as_completed(futures):
+                    done, chunk_failed = future.result()
+                    for position, entry in done:
+                        entries[position] = entry
+                    failed.update(chunk_failed)
+                    bar.update(len(done))
+        finally:
+            _FORK_STATE = None
+    else:
+        truths = _Truths()
+        for position, (run_number, episode, delta) in enumerate(items):
+            entries[position] = _episode_entry(runs[run_number], run_number, names[run_number],
+                                               episode, truths, delta, out)
+            bar.update()
+        failed = truths.failed
+    bar.close()
     rows: list[list[Any]] = []
     n_traces = n_truths = 0
-    total = sum(len(run.episodes) for run in runs)
-    bar = tqdm(total=total, desc="viewer", disable=not progress, leave=False)
-    for run_number, (run, name) in enumerate(zip(runs, names, strict=True)):
-        for episode in sorted(run.episodes, key=lambda e: (e.family, e.index, e.repeat)):
-            delta = _delta(run, episode, bca)
-            payload, problems = episode_payload(run, name, episode, truths, delta)
-            warnings += problems
-            n_traces += bool(payload["steps"] or payload["start"] is not None)
-            n_truths += payload["truth"] is not None
-            file = f"r{run_number}-{episode_file_stem(episode.episode_id)}"
-            text = f"heuresisEpisode({json.dumps(file)},{_script_json(payload)});\n"
-            atomic_write_bytes(out / EPISODES_DIR / f"{file}.js", text.encode("utf-8"))
-            rows.append([episode.episode_id, run_number, episode.family, episode.index,
-                         episode.repeat, _finite(episode.score("f1")),
-                         _finite(episode.score("precision")), _finite(episode.score("recall")),
-                         _finite(episode.score("shd")), delta, episode.steps,
-                         episode.termination_reason, episode.finished, episode.prompt_tokens,
-                         episode.completion_tokens, _finite(episode.cost_usd),
-                         _finite(episode.wall_seconds), file, bool(episode.error)])
-            bar.update()
-    bar.close()
-    warnings += sorted(set(truths.failed.values()))
+    for written in entries:
+        assert written is not None  # every position was built, in order
+        warnings += written.warnings
+        rows.append(written.row)
+        n_traces += written.has_trace
+        n_truths += written.has_truth
+    warnings += sorted(set(failed.values()))
     data = {"format": SITE_FORMAT, "version": __version__,
             "built": time.strftime("%Y-%m-%d %H:%M:%S %z"),
             "runs": [_run_json(run, name) for run, name in zip(runs, names, strict=True)],
@@ -474,4 +573,4 @@ def build_site(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLike
     return SiteSummary(out_dir=out, index_path=index_path, n_runs=len(runs),
                        n_episodes=len(rows), n_traces=n_traces, n_truths=n_truths,
                        index_bytes=len(page), warnings=warnings,
-                       seconds=time.perf_counter() - started)
+                       seconds=time.perf_counter() - started, processes=processes)

@@ -7,6 +7,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -233,3 +235,30 @@ def test_a_question_run_shows_its_question_and_no_graph_comparison(tmp_path):
         assert payload["question"]["kind"] == record.question["kind"]
         assert payload["scores"]["correct"] == record.scores["correct"]
         assert row["f1"] is None
+
+
+def test_a_build_in_two_processes_writes_the_same_site(viewer_runs, tmp_path):
+    runs = [str(path) for path in viewer_runs.values()]
+    serial = build_site(runs, tmp_path / "serial")
+    assert serial.processes == 1
+    # a fresh interpreter: this one may have threads, and then a build does not fork
+    code = ("import sys; import heuresis_env.viewer.site as site; "
+            "site.PARALLEL_MIN_EPISODES = 1; "
+            "summary = site.build_site(sys.argv[2:], sys.argv[1], workers=2); "
+            "print(summary.processes, summary.n_episodes, summary.n_truths, "
+            "len(summary.warnings))")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "parallel"), *runs],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["2", str(serial.n_episodes), str(serial.n_truths),
+                                   str(len(serial.warnings))]
+    files = sorted(p.name for p in (tmp_path / "serial" / "episodes").iterdir())
+    assert files == sorted(p.name for p in (tmp_path / "parallel" / "episodes").iterdir())
+    for name in files:
+        assert ((tmp_path / "serial" / "episodes" / name).read_bytes()
+                == (tmp_path / "parallel" / "episodes" / name).read_bytes())
+    built = re.compile(r'"built":"[^"]*"')
+    assert (built.sub("", (tmp_path / "parallel" / "index.html").read_text())
+            == built.sub("", serial.index_path.read_text()))
+    with pytest.raises(HeuresisError, match="workers must be at least 1"):
+        build_site(runs, tmp_path / "none", workers=0)

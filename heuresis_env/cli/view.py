@@ -24,13 +24,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="then serve the site on 127.0.0.1 until interrupted")
     parser.add_argument("--port", type=int, default=8000,
                         help="port for --serve (default 8000; 0 picks a free one)")
+    parser.add_argument("--workers", type=int, default=1, metavar="N",
+                        help="write the episode pages in N processes (default 1)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
 def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise HeuresisError(f"--port must be in 0..65535, got {args.port}")
-    summary = build_site(args.run_dirs, args.out,
+    summary = build_site(args.run_dirs, args.out, workers=args.workers,
                          progress=not args.no_progress and sys.stderr.isatty())
     for warning in summary.warnings:
         print(f"warning: {warning}", file=sys.stderr)

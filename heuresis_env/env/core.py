@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import os
+import re
 import string
 import sys
 import time
@@ -68,6 +69,7 @@ SPLITS = ("dev", "test")
 MAX_OBSERVATION_CHARS = 20_000
 #: characters an observation text may hold (others are written as \\uXXXX escapes)
 OBSERVATION_CHARSET = frozenset(string.printable)
+_OUTSIDE_CHARSET = re.compile(f"[^{re.escape(string.printable)}]")  # one C scan per text
 #: termination reasons reported in the final ``info``
 TERMINATION_REASONS = ("submitted", "step_budget", "wall_time", "aborted", "replay_end")
 
@@ -78,7 +80,7 @@ def observation_text(text: str) -> str:
     """Text fit for the observation space: printable ASCII, every other character — control
     characters such as NUL or BEL included — written as its Python escape (``\\x00``,
     ``\\u2028``), length-capped."""
-    if not all(c in OBSERVATION_CHARSET for c in text):
+    if _OUTSIDE_CHARSET.search(text):
         text = "".join(c if c in OBSERVATION_CHARSET else
                        c.encode("unicode_escape").decode("ascii") for c in text)
     if len(text) > MAX_OBSERVATION_CHARS:

@@ -16,6 +16,7 @@ how to write the action instead; the environment turns it into an error observat
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import reprlib
@@ -185,8 +186,7 @@ class Tool:
     @property
     def summary(self) -> str:
         """The description's first sentence (one line in the task statement)."""
-        first = re.split(r"(?<=[A-Za-z0-9)\]])\. ", self.description.strip())[0].strip()
-        return first if first.endswith((".", "?", "!")) else first + "."
+        return _summary(self.description)
 
     def parameters_schema(self) -> dict[str, Any]:
         """The JSON schema of the arguments (pydantic's, without the noise of titles)."""
@@ -194,14 +194,7 @@ class Tool:
 
     def signature(self) -> str:
         """``name(arg, arg=default, ...)`` as a newcomer reads it."""
-        parts = []
-        for arg_name, info in self.args_model.model_fields.items():
-            if info.is_required():
-                parts.append(arg_name)
-            else:
-                default = info.get_default(call_default_factory=True)
-                parts.append(f"{arg_name}={json.dumps(default)}")
-        return f"{self.name}({', '.join(parts)})"
+        return _signature(self.name, self.args_model)
 
     def unavailable_reason(self, toolbox: str, guided: bool, task: str = "graph") -> str | None:
         """Why the tool is not offered in this configuration, or None when it is."""
@@ -216,6 +209,27 @@ class Tool:
             return (f"{self.name} is not in the code toolbox, which has only run_code and the "
                     "tool that ends the episode")
         return None
+
+
+@functools.cache
+def _summary(description: str) -> str:
+    first = re.split(r"(?<=[A-Za-z0-9)\]])\. ", description.strip())[0].strip()
+    return first if first.endswith((".", "?", "!")) else first + "."
+
+
+@functools.cache
+def _signature(name: str, args_model: type[ToolArgs]) -> str:
+    """A tool's signature, once per (name, argument model): pydantic reads the default
+    factories' signatures through ``inspect`` on every call, about 0.6 ms a tool, and the
+    task statement of every reset lists 20 tools."""
+    parts = []
+    for arg_name, info in args_model.model_fields.items():
+        if info.is_required():
+            parts.append(arg_name)
+        else:
+            default = info.get_default(call_default_factory=True)
+            parts.append(f"{arg_name}={json.dumps(default)}")
+    return f"{name}({', '.join(parts)})"
 
 
 _TASK_EPISODES = {"graph": "graph-recovery episodes (task='graph')",

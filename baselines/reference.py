@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from heuresis_env.cache import ResultCache, stable_hash
-from heuresis_env.discovery import AlgorithmResult, run_algorithm
-from heuresis_env.discovery.algorithms import ALGORITHM_CACHE_VERSION
+from heuresis_env.discovery import ALGORITHM_CACHE_VERSION, AlgorithmResult, run_algorithm
 from heuresis_env.generation import Instance
 from heuresis_env.metrics import score_graph
 from heuresis_env.version import __version__

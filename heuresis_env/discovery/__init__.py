@@ -10,6 +10,7 @@ orientation probes and :mod:`.graph_merge` the k-vote merge of graphs.
 """
 
 from heuresis_env.discovery.algorithms import (
+    ALGORITHM_CACHE_VERSION,
     CAUSAL_LEARN_ADAPTER,
     AlgorithmResult,
     AlgorithmSpec,
@@ -47,7 +48,7 @@ from heuresis_env.discovery.pc_orientation import (
 )
 
 __all__ = [
-    "CAUSAL_LEARN_ADAPTER", "CI_TESTS", "DEFAULT_ORIENTATION", "ORIENTATION_RULES",
+    "ALGORITHM_CACHE_VERSION", "CAUSAL_LEARN_ADAPTER", "CI_TESTS", "DEFAULT_ORIENTATION", "ORIENTATION_RULES",
     "AlgorithmResult", "AlgorithmSpec", "CIResult", "CITest", "Deletion", "PCResult",
     "TripleDecision", "available_algorithms", "available_ci_tests", "best_k",
     "cached_run_algorithm", "distance_correlation", "distance_correlations", "get_algorithm", "graph_from_causallearn",

@@ -80,9 +80,8 @@ def observation_text(text: str) -> str:
     """Text fit for the observation space: printable ASCII, every other character — control
     characters such as NUL or BEL included — written as its Python escape (``\\x00``,
     ``\\u2028``), length-capped."""
-    if _OUTSIDE_CHARSET.search(text):
-        text = "".join(c if c in OBSERVATION_CHARSET else
-                       c.encode("unicode_escape").decode("ascii") for c in text)
+    text = _OUTSIDE_CHARSET.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"),
+                                text)
     if len(text) > MAX_OBSERVATION_CHARS:
         note = f"\n[output cut: {len(text) - MAX_OBSERVATION_CHARS + 80} characters omitted]"
         text = text[:MAX_OBSERVATION_CHARS - 80] + note

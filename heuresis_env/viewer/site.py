@@ -17,6 +17,7 @@ hidden DAG of its instance, regenerated from the run's config after the run
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -455,15 +456,15 @@ def _episode_entry(run: RunDirectory, run_number: int, name: str, episode: Episo
                   payload["truth"] is not None)
 
 
-#: what a forked worker of :func:`build_site` reads: (runs, names, out, [(run number,
-#: episode, delta)] in index order); set in the parent just before the pool forks
+#: what :func:`_build_chunk` reads, in this process or a worker forked from it: (runs, names,
+#: out, [(run number, episode, delta)] in index order); set by :func:`build_site` while it builds
 _FORK_STATE: tuple[list[RunDirectory], list[str], Path,
                    list[tuple[int, EpisodeRecord, float | None]]] | None = None
 
 
 def _build_chunk(positions: list[int]) -> tuple[list[tuple[int, _Entry]], dict[str, str]]:
-    """In a forked worker: the entries of these positions of the index (one truth cache)."""
-    assert _FORK_STATE is not None, "a viewer worker needs the state forked from its parent"
+    """The entries of these positions of the index (one truth cache for the chunk)."""
+    assert _FORK_STATE is not None, "_build_chunk runs inside build_site"
     runs, names, out, items = _FORK_STATE
     truths = _Truths()
     entries = []
@@ -495,8 +496,9 @@ def build_site(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLike
 
     ``workers`` > 1 writes the episode files in that many forked processes (Linux, from a
     process with no other thread but daemon helpers, at least
-    :data:`PARALLEL_MIN_EPISODES` episodes; otherwise in this one), each instance's episodes in one process so its true graph is regenerated
-    once; the site is the same file for file either way.
+    :data:`PARALLEL_MIN_EPISODES` episodes; otherwise in this one). Either way the episodes
+    are built in chunks of whole instances, so each instance's true graph is regenerated
+    once, and the site is the same file for file.
     """
     global _FORK_STATE
     started = time.perf_counter()
@@ -517,41 +519,38 @@ def build_site(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLike
     items = [(run_number, episode, _delta(run, episode, bca))
              for run_number, run in enumerate(runs)
              for episode in sorted(run.episodes, key=lambda e: (e.family, e.index, e.repeat))]
+    # chunks of whole instances, so each instance's truth is regenerated once
+    by_instance: dict[str, list[int]] = {}
+    for position, (_, episode, _) in enumerate(items):
+        by_instance.setdefault(episode.instance_sha256, []).append(position)
+    groups = list(by_instance.values())
+    n_chunks = min(len(groups), workers * 4)
+    chunks = [[p for group in groups[k::n_chunks] for p in group] for k in range(n_chunks)]
+    parallel = workers > 1 and len(items) >= PARALLEL_MIN_EPISODES and _can_fork()
     bar = tqdm(total=len(items), desc="viewer", disable=not progress, leave=False)
     entries: list[_Entry | None] = [None] * len(items)
     failed: dict[str, str] = {}
-    processes = 1
-    if workers > 1 and len(items) >= PARALLEL_MIN_EPISODES and _can_fork():
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+    _FORK_STATE = (runs, names, out, items)
+    try:
+        with contextlib.ExitStack() as stack:
+            results: Iterable[tuple[list[tuple[int, _Entry]], dict[str, str]]]
+            if parallel:
+                import multiprocessing
+                from concurrent.futures import ProcessPoolExecutor, as_completed
 
-        by_instance: dict[str, list[int]] = {}
-        for position, (_, episode, _) in enumerate(items):
-            by_instance.setdefault(episode.instance_sha256, []).append(position)
-        groups = list(by_instance.values())
-        chunks = [[p for group in groups[k::workers * 4] for p in group]
-                  for k in range(min(len(groups), workers * 4))]
-        _FORK_STATE = (runs, names, out, items)
-        processes = workers
-        try:
-            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")
-                                     ) as pool:
-                futures = [pool.submit(_build_chunk, chunk) for chunk in chunks]
-                for future in as_completed(futures):
-                    done, chunk_failed = future.result()
-                    for position, entry in done:
-                        entries[position] = entry
-                    failed.update(chunk_failed)
-                    bar.update(len(done))
-        finally:
-            _FORK_STATE = None
-    else:
-        truths = _Truths()
-        for position, (run_number, episode, delta) in enumerate(items):
-            entries[position] = _episode_entry(runs[run_number], run_number, names[run_number],
-                                               episode, truths, delta, out)
-            bar.update()
-        failed = truths.failed
+                pool = stack.enter_context(ProcessPoolExecutor(
+                    workers, mp_context=multiprocessing.get_context("fork")))
+                results = (future.result() for future in as_completed(
+                    [pool.submit(_build_chunk, chunk) for chunk in chunks]))
+            else:
+                results = map(_build_chunk, chunks)
+            for done, chunk_failed in results:
+                for position, entry in done:
+                    entries[position] = entry
+                failed.update(chunk_failed)
+                bar.update(len(done))
+    finally:
+        _FORK_STATE = None
     bar.close()
     rows: list[list[Any]] = []
     n_traces = n_truths = 0
@@ -573,4 +572,5 @@ def build_site(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLike
     return SiteSummary(out_dir=out, index_path=index_path, n_runs=len(runs),
                        n_episodes=len(rows), n_traces=n_traces, n_truths=n_truths,
                        index_bytes=len(page), warnings=warnings,
-                       seconds=time.perf_counter() - started, processes=processes)
+                       seconds=time.perf_counter() - started,
+                       processes=workers if parallel else 1)

@@ -5,7 +5,10 @@ once and import the package once. The parent hands each worker its next episode
 (:class:`JobQueue`: a worker stays with one run's policy while that run has episodes left, so
 a policy process is started about once per run rather than once per run and worker); each
 worker holds the runner (the policy process) of the run it is serving (:class:`RunnerSlot`).
-Outcomes are yielded as episodes end, tagged with their run; a worker that dies or fails
+A worker whose last episode was quick (under :data:`PREFETCH_BELOW_SECONDS`, an episode
+served from cache) gets its next episode queued ahead, so it never waits while the parent saves
+the one before; a slow episode's worker gets one at a time, so no episode waits behind a long
+one at the job's end. Outcomes are yielded as episodes end, tagged with their run; a worker that dies or fails
 stops the job with a message (finished episodes are saved by the caller, so rerunning
 resumes).
 """
@@ -35,6 +38,9 @@ from heuresis_env.evaluation.episode import (
 )
 from heuresis_env.evaluation.policy_process import runner_protected
 from heuresis_env.threads import limit_threads
+
+#: a worker whose last episode took less than this gets its next one queued ahead
+PREFETCH_BELOW_SECONDS = 0.5
 
 
 def _exit_when_orphaned(parent_pid: int) -> None:
@@ -111,9 +117,23 @@ def run_local_processes(specs: Sequence[RunSpec], items: Sequence[tuple[int, Epi
                  for k in range(count)]
     for process in processes:
         process.start()
+    handed = [0] * count  # episodes handed to each worker and not finished
+    ended = [False] * count  # the worker has been told to stop (nothing left to hand out)
+
+    def hand(slot: int, depth: int) -> None:
+        """Queue episodes for worker ``slot`` until it holds ``depth`` (or the end)."""
+        while not ended[slot] and handed[slot] < depth:
+            item = job.next_for(slot)
+            task_queues[slot].put(item)
+            if item is None:
+                ended[slot] = True
+            else:
+                handed[slot] += 1
+
     for k in range(count):
-        task_queues[k].put(job.next_for(k))
+        hand(k, 1)
     remaining = len(items)
+    began: dict[str, float] = {}  # when each worker started its current episode
     in_flight: dict[str, Any] = {}
     exited: set[str] = set()
     completed = False
@@ -129,13 +149,16 @@ def run_local_processes(specs: Sequence[RunSpec], items: Sequence[tuple[int, Epi
             run, episode = where if where is not None else (None, None)
             if kind == "started":
                 in_flight[name] = episode
+                began[name] = time.monotonic()
             elif kind == "done":
                 assert run is not None, "a worker's result names the episode it finished"
                 in_flight.pop(name, None)
                 remaining -= 1
+                handed[slot] -= 1
                 if isinstance(payload, RunRefused):
                     remaining -= job.drop(run)
-                task_queues[slot].put(job.next_for(slot))  # before the caller saves this one
+                quick = time.monotonic() - began.pop(name, 0.0) < PREFETCH_BELOW_SECONDS
+                hand(slot, 2 if quick else 1)  # before the caller saves this one
                 yield run, payload
             elif kind == "exit":
                 exited.add(name)

@@ -29,6 +29,7 @@ from heuresis_env.evaluation.policies import (
 )
 from heuresis_env.policy import EpisodeSettings
 from heuresis_env.reports.build import build_report
+from heuresis_env.threads import ForkedCall
 from heuresis_env.viewer import build_site
 
 HELP = "The main job: run the reference and router policies on every family, then report."
@@ -138,9 +139,12 @@ def run(args: argparse.Namespace) -> int:
     # one pool of workers for every policy: each worker imports the package once
     summaries = evaluate_many(runs, workers=args.workers, progress=sys.stderr.isatty())
     run_dirs = [summary.out_dir for summary in summaries]
-    report = build_report(run_dirs, args.out / "report", progress=False,
-                          viewer="../viewer/index.html")
+    # the report (one process) is written in a forked process while this one builds the
+    # viewer (its own workers): both only read the run directories
+    report_call = ForkedCall(build_report, run_dirs, args.out / "report", progress=False,
+                             viewer="../viewer/index.html")
     viewer = build_site(run_dirs, args.out / "viewer", workers=args.workers)
+    report = report_call.result()
     elapsed = time.perf_counter() - started
     print(report.headline)
     if any(spec == RL_POLICY for _, spec, _ in plan):

@@ -39,9 +39,10 @@ from heuresis_env.evaluation.run_format import (
     load_run,
     regenerate_instance,
 )
-from heuresis_env.files import atomic_write_bytes, json_safe, output_directory
+from heuresis_env.files import atomic_write_bytes, json_indented, json_safe, output_directory
 from heuresis_env.graphs import Graph, GraphError, edge_from_text
 from heuresis_env.reports.loading import BCA, CONDITION_FIELDS, run_names
+from heuresis_env.threads import can_fork
 from heuresis_env.trace_files import Trace, read_trace
 from heuresis_env.version import __version__
 
@@ -96,7 +97,7 @@ def _finite(value: Any) -> float | None:
 def _clip(text: Any, limit: int = MAX_TEXT) -> str | None:
     if text is None:
         return None
-    text = text if isinstance(text, str) else json.dumps(json_safe(text), indent=1)
+    text = text if isinstance(text, str) else json_indented(text)
     if len(text) <= limit:
         return text
     return text[:limit] + f"\n… ({len(text) - limit} more characters not shown)"
@@ -476,20 +477,6 @@ def _build_chunk(positions: list[int]) -> tuple[list[tuple[int, _Entry]], dict[s
     return entries, truths.failed
 
 
-def _can_fork() -> bool:
-    """Forking is safe enough here: Linux, and no thread besides this one but daemon helpers
-    (tqdm's monitor, started by any progress bar, sleeps and touches only tqdm's own lock,
-    which a worker never takes); a process with other threads builds in one process."""
-    import multiprocessing
-    import sys
-    import threading
-
-    helpers_only = all(thread is threading.current_thread() or thread.daemon
-                       for thread in threading.enumerate())
-    return (sys.platform.startswith("linux") and helpers_only
-            and "fork" in multiprocessing.get_all_start_methods())
-
-
 def build_site(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLike, *,
                progress: bool = False, workers: int = 1) -> SiteSummary:
     """Write the viewer site of ``run_dirs`` to ``out_dir`` (see the module docstring).
@@ -526,7 +513,7 @@ def build_site(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLike
     groups = list(by_instance.values())
     n_chunks = min(len(groups), workers * 4)
     chunks = [[p for group in groups[k::n_chunks] for p in group] for k in range(n_chunks)]
-    parallel = workers > 1 and len(items) >= PARALLEL_MIN_EPISODES and _can_fork()
+    parallel = workers > 1 and len(items) >= PARALLEL_MIN_EPISODES and can_fork()
     bar = tqdm(total=len(items), desc="viewer", disable=not progress, leave=False)
     entries: list[_Entry | None] = [None] * len(items)
     failed: dict[str, str] = {}

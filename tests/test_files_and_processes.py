@@ -1,0 +1,87 @@
+"""The indented JSON writer (the viewer's text of tool outputs) and the forked call (the demo's
+report beside its viewer)."""
+
+import json
+import math
+import os
+import random
+
+import numpy as np
+import pytest
+
+from heuresis_env.errors import HeuresisError
+from heuresis_env.files import json_indented, json_safe
+from heuresis_env.threads import ForkedCall, can_fork
+
+
+def _random_value(rng: random.Random, depth: int = 0):
+    leaves = [0, -7, 10**30, 0.1, -0.0, 1e300, 5e-324, math.nan, math.inf, -math.inf, "",
+              "a\nb\"c\\", "é☃\u2028", "</script>", True, False, None, (1, 2.5), ("x",),
+              np.float64(1.5), np.int64(-3), np.bool_(True), np.float32(0.1),
+              np.array([[1.0, np.nan], [2.0, 3.0]]), np.arange(3)]
+    roll = rng.random()
+    if depth > 4 or roll < 0.45:
+        return rng.choice(leaves)
+    if roll < 0.75:
+        return [_random_value(rng, depth + 1) for _ in range(rng.randrange(0, 5))]
+    keys = ["k", "é", 'a"b', "1", "", "z\n"]
+    return {rng.choice(keys) + str(i): _random_value(rng, depth + 1)
+            for i in range(rng.randrange(0, 5))}
+
+
+@pytest.mark.parametrize("indent", [0, 1, 2, 4])
+def test_json_indented_writes_what_the_standard_library_writes(indent):
+    rng = random.Random(indent)
+    for _ in range(3000):
+        value = _random_value(rng)
+        assert json_indented(value, indent) == json.dumps(json_safe(value), indent=indent)
+
+
+def test_json_indented_leaves_unusual_values_to_the_standard_library():
+    class Name(str):
+        pass
+
+    cases = [{1: "int key", "1": "str key"},  # json_safe's str(k) merges them
+             {"nested": {2.5: "float key"}},
+             {"subclass": Name("x")}, [{"ordered": __import__("collections").OrderedDict(a=1)}]]
+    for value in cases:
+        assert json_indented(value) == json.dumps(json_safe(value), indent=1)
+    with pytest.raises(TypeError):  # what json.dumps raises for an object
+        json_indented({"object": object()})
+
+
+def _double(x):
+    return 2 * x
+
+
+def _fails(message):
+    raise HeuresisError(message)
+
+
+def _pid():
+    return os.getpid()
+
+
+class _Unpicklable(Exception):
+    def __reduce__(self):
+        raise TypeError("cannot pickle")
+
+
+def _fails_unpicklably():
+    raise _Unpicklable("a custom failure")
+
+
+def test_a_forked_call_returns_its_value_and_raises_its_error():
+    assert ForkedCall(_double, 21).result() == 42
+    with pytest.raises(HeuresisError, match="the reason"):
+        ForkedCall(_fails, "the reason").result()
+    # an exception that cannot travel back: its traceback's text does
+    with pytest.raises(RuntimeError, match="_Unpicklable: a custom failure"):
+        ForkedCall(_fails_unpicklably).result()
+
+
+@pytest.mark.skipif(not can_fork(), reason="forking is not safe in this process")
+def test_a_forked_call_runs_in_another_process_beside_this_one():
+    assert ForkedCall(_pid).result() != os.getpid()
+    calls = [ForkedCall(_double, k) for k in range(4)]  # all running at once
+    assert [call.result() for call in calls] == [0, 2, 4, 6]

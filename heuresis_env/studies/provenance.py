@@ -127,6 +127,8 @@ class EpisodeProvenance:
     n_removed: int = 0              # pairs of PC-KCI's output the final graph drops
     n_removed_false: int = 0        # of those, not edges of the true DAG
     n_false_keeps: int = 0          # pairs of PC-KCI's output that are not true edges
+    #: its cache key: names everything above but the record (instance, final graph, calls)
+    key: str | None = None
 
 
 def episode_provenance(run: RunDirectory, episode: EpisodeRecord) -> EpisodeProvenance | None:
@@ -155,7 +157,7 @@ def episode_provenance(run: RunDirectory, episode: EpisodeRecord) -> EpisodeProv
     key = None if identity is None else key_of(identity)
     parts = None if key is None else cache.get(key)
     if isinstance(parts, dict):
-        return EpisodeProvenance(episode=episode, **parts)
+        return EpisodeProvenance(episode=episode, key=key, **parts)
     instance = regenerate_instance(run, episode.instance, episode.instance_sha256)
     names = instance.names
     true_dag = instance.record.dag
@@ -171,7 +173,7 @@ def episode_provenance(run: RunDirectory, episode: EpisodeRecord) -> EpisodeProv
     if not isinstance(parts, dict):
         parts = _provenance_parts(instance, final.restricted(names), true_dag, calls)
         cache.set(key, parts)
-    return EpisodeProvenance(episode=episode, **parts)
+    return EpisodeProvenance(episode=episode, key=key, **parts)
 
 
 #: bump when what :func:`episode_provenance` computes changes (stale cache entries are ignored)
@@ -274,6 +276,25 @@ def _instance_means(keys: Sequence[InstanceId], values: Sequence[float]
     return ordered, [float(np.mean(sums[k])) for k in ordered]
 
 
+def _merge_star(mergeable: Sequence[EpisodeProvenance]) -> tuple[int, list[float], list[float]]:
+    """merge*: the k of the k-vote merge with the best mean F1 over these episodes' full
+    outputs, the mean F1 of each k, and each episode's F1 at the chosen k. On disk by the
+    episodes' keys (their outputs and truths follow from them): a report's largest
+    recomputation, the same on a warm rerun."""
+    def compute() -> tuple[int, list[float], list[float]]:
+        k_best, means = best_k([p.full_outputs for p in mergeable],
+                               [p.true_dag for p in mergeable], adjacency_f1, clip=True)
+        values = [adjacency_f1(merge_k(p.full_outputs, min(k_best, len(p.full_outputs))),
+                               p.true_dag) for p in mergeable]
+        return k_best, list(means), values
+
+    keys = [p.key for p in mergeable]
+    if any(key is None for key in keys):
+        return compute()
+    key = stable_hash(["merge-star", PROVENANCE_CACHE_VERSION, keys])
+    return ResultCache("provenance").get_or_compute(key, compute)
+
+
 def provenance_cell(label: str, family: str,
                     items: Sequence[EpisodeProvenance], n_without_trace: int) -> ProvenanceCell:
     """Sum the episodes' counts and choose merge* over the episodes with a full output."""
@@ -283,10 +304,7 @@ def provenance_cell(label: str, family: str,
     means: list[float] = []
     merge_values: list[float] = []
     if mergeable:
-        k_best, means = best_k([p.full_outputs for p in mergeable],
-                               [p.true_dag for p in mergeable], adjacency_f1, clip=True)
-        merge_values = [adjacency_f1(merge_k(p.full_outputs, min(k_best, len(p.full_outputs))),
-                                     p.true_dag) for p in mergeable]
+        k_best, means, merge_values = _merge_star(mergeable)
     keys = [p.episode.instance for p in mergeable]
     merge_instances, merge_instance_f1 = _instance_means(keys, merge_values)
     _, policy_instance_f1 = _instance_means(keys, [p.final_f1 for p in mergeable])

@@ -5,7 +5,8 @@ decisions. After CausalEvolve's causal scratchpad; see ``docs/policies.md``.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import copy
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from heuresis_env.errors import UnknownNameError
@@ -59,10 +60,16 @@ class Evidence:
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        record = asdict(self)
+        # field by field: ``dataclasses.asdict`` deep-copies every value, and a router's
+        # ledger holds hundreds of these (it was most of an episode's transcript)
+        record = {name: getattr(self, name) for name in _EVIDENCE_FIELDS}
         record["pair"] = list(self.pair)
         record["conditioning_set"] = list(self.conditioning_set)
+        record["args"] = None if self.args is None else copy.deepcopy(self.args)
         return record
+
+
+_EVIDENCE_FIELDS = tuple(f.name for f in fields(Evidence))
 
 
 @dataclass

@@ -30,7 +30,8 @@ from agents.routers.ledger import (
 )
 from agents.routers.paper import alternative_conditioning_sets, budget_left, dcor_gaps
 from baselines.policies import edge_strings
-from heuresis_env.data import validate_data
+from heuresis_env.cache import ResultCache, stable_hash
+from heuresis_env.data import data_sha256, validate_data
 from heuresis_env.discovery import pc, validate_names
 from heuresis_env.errors import HeuresisError
 from heuresis_env.graphs import EdgeMark, Graph, has_directed_cycle
@@ -41,6 +42,8 @@ __all__ = ["START_GRAPH_NAME", "PendingAction", "ScratchpadBase", "ScratchpadRou
 
 #: name of the graph memory entry holding PC-Fisher-z's output
 START_GRAPH_NAME = "pc_fisherz"
+#: bump when what the prior holds or how it is computed changes (stale entries are ignored)
+PRIOR_CACHE_VERSION = 1
 
 
 @dataclass
@@ -105,8 +108,15 @@ class ScratchpadBase(Policy):
         """PC-Fisher-z's deletion log and the dCor − |r| screen, computed from the public data.
 
         The same PC run the first tool call makes (same function and settings); it supplies the
-        deleting sets, which the tool's result does not list, and orders the agenda.
+        deleting sets, which the tool's result does not list, and orders the agenda. A
+        deterministic function of the data and the settings, kept in the policy's own disk
+        cache (like its CI tests), so a rerun on the same data reads it back.
         """
+        key = stable_hash(["scratchpad-prior", PRIOR_CACHE_VERSION, data_sha256(self._data),
+                           list(self._names), self.alpha, self.subsample, self.seed])
+        return ResultCache("routers").get_or_compute(key, self._compute_prior)
+
+    def _compute_prior(self) -> dict[str, Any]:
         names, data = self._names, self._data
         result = pc(data, names, ci_test="fisherz", alpha=self.alpha)
         deleted = {pair_key(d.x, d.y): (tuple(d.conditioning_set), float(d.p_value))

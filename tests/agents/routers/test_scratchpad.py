@@ -101,3 +101,23 @@ def test_scratchpad_options_are_checked():
         ScratchpadRouter(max_sets_per_pair=0)
     with pytest.raises(HeuresisError, match="before reset"):
         ScratchpadRouter().act({}, {})
+
+
+def test_the_scratchpad_prior_is_read_back_from_its_disk_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("HEURESIS_CACHE_DIR", str(tmp_path / "policy-cache"))
+    data, names = parabola_data(), PARABOLA_NAMES
+    first = ScratchpadRouter()
+    first_graph, _ = drive_on_data(first, data, names)
+    entries = list((tmp_path / "policy-cache" / "routers").rglob("*.pkl"))
+    assert len(entries) == 1  # one prior: this data under these settings
+    again = ScratchpadRouter()
+    again_graph, _ = drive_on_data(again, data, names)
+    assert again._prior["deleted"] == first._prior["deleted"]
+    assert again._prior["gaps"] == first._prior["gaps"]
+    assert again._prior["graph"] == first._prior["graph"]
+    assert again_graph == first_graph
+    assert again._compute_prior() == again._prior  # what was read back is what is computed
+    # other settings or other data: another entry
+    drive_on_data(ScratchpadRouter(alpha=0.01), data, names)
+    drive_on_data(ScratchpadRouter(), data[::-1].copy(), names)
+    assert len(list((tmp_path / "policy-cache" / "routers").rglob("*.pkl"))) == 3

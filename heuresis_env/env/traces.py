@@ -88,6 +88,8 @@ def graph_diff(state: EpisodeState, before: np.ndarray
     """The pairs whose edge changed since ``before`` (a mark matrix), as trace entries."""
     after = state.working_graph.marks
     changed = before != after
+    if not changed.any():  # a tool call or a rejected edit: most steps
+        return [], []
     changed = np.triu(changed | changed.T, 1)
     diff, pairs = [], []
     before_graph = Graph(state.names, before)

@@ -35,6 +35,7 @@ from heuresis_env.evaluation.policy_process import (
     PolicyProxy,
     RemotePolicyError,
 )
+from heuresis_env.evaluation.run_store import transcript_json
 from heuresis_env.generation.datasets import register_from_details
 from heuresis_env.generation.instances import InstanceKey, cached_instance, get_source
 from heuresis_env.policy import EpisodeSettings, Policy, ReferencePolicy
@@ -86,11 +87,13 @@ class RunSpec:
 
 @dataclass
 class EpisodeOutcome:
-    """A finished episode: its result record (without file paths), trace text, transcript."""
+    """A finished episode: its result record (without file paths), trace text, and the
+    policy's transcript as the text of its file (encoded where the episode ran: a router's
+    ledger is thousands of small objects, a string crosses to the saving process whole)."""
 
     record: dict[str, Any]
     trace_text: str | None
-    transcript: Any = None
+    transcript_text: str | None = None
 
 
 # ---- one episode --------------------------------------------------------------------------------
@@ -285,7 +288,8 @@ class EpisodeRunner:
             }
             if task.question is not None:  # the question, its truth and the answer
                 record.update(task="qa", question=final.get("question"))
-            return EpisodeOutcome(record, trace_text, transcript)
+            return EpisodeOutcome(record, trace_text,
+                                  None if transcript is None else transcript_json(transcript))
         finally:
             if env is not None:
                 env.close()

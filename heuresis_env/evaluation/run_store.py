@@ -150,6 +150,14 @@ def config_differences(old: Mapping[str, Any], new: Mapping[str, Any],
 
 # ---- the store -------------------------------------------------------------------------------------
 
+def transcript_json(transcript: Any) -> str:
+    """A policy's transcript as its file holds it: strict JSON (non-finite floats as strings,
+    what is not JSON by its ``repr``) on one line. Compact: an indented dump runs Python's
+    pure-Python encoder, ten times slower on a router's ledger (the viewer indents it for
+    reading)."""
+    return json.dumps(json_safe(transcript), separators=(",", ":"), default=repr) + "\n"
+
+
 class RunStore:
     """Reads and writes one run directory (see the module docstring for the layout)."""
 
@@ -354,11 +362,9 @@ class RunStore:
         atomic_write_bytes(self.directory / relative, text.encode("utf-8"), durable=True)
         return relative
 
-    def write_transcript(self, episode: str, transcript: Any) -> str:
-        """Store a policy's transcript as JSON; returns its path relative to the run directory.
-        Compact JSON, one line: an indented dump runs Python's pure-Python encoder, ten times
-        slower on a router's ledger (``heuresis show`` and the viewer indent it for reading)."""
+    def write_transcript(self, episode: str, text: str) -> str:
+        """Store a policy's transcript, the text :func:`transcript_json` made of it; returns
+        its path relative to the run directory."""
         relative = f"{TRANSCRIPTS_DIR}/{episode_file_stem(episode)}.json"
-        payload = json.dumps(json_safe(transcript), separators=(",", ":"), default=repr) + "\n"
-        atomic_write_bytes(self.directory / relative, payload.encode("utf-8"), durable=True)
+        atomic_write_bytes(self.directory / relative, text.encode("utf-8"), durable=True)
         return relative

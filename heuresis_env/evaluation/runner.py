@@ -525,7 +525,7 @@ def save_outcome(store: RunStore, outcome: EpisodeOutcome) -> dict[str, Any]:
     episode = record["episode_id"]
     if outcome.trace_text is not None:
         record["trace"] = store.write_trace(episode, outcome.trace_text)
-    if outcome.transcript is not None:
-        record["transcript"] = store.write_transcript(episode, outcome.transcript)
+    if outcome.transcript_text is not None:
+        record["transcript"] = store.write_transcript(episode, outcome.transcript_text)
     store.append_result(record)
     return record

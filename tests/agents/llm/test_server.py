@@ -3,6 +3,8 @@ under the evaluation runner."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from agents.llm.policy import make_heuristic_llm_policy
@@ -46,4 +48,4 @@ def test_heuristic_policy_under_the_evaluation_runner():
     assert record["error"] is None and record["termination_reason"] == "submitted"
     assert record["tokens"]["prompt"] > 0 and record["cost_usd"] == 0.0
     assert record["api_retries"] == 0
-    assert any(e["event"] == "model_call" for e in outcome.transcript)
+    assert any(e["event"] == "model_call" for e in json.loads(outcome.transcript_text))

@@ -234,7 +234,9 @@ class EpisodeRunner:
     def run(self, task: EpisodeTask) -> EpisodeOutcome:
         """Run one episode; a policy exception ends it with ``error`` set, scored as it stands."""
         settings = self.spec.settings
-        trace_dir = tempfile.mkdtemp(prefix="episode-", dir=self._work_dir)
+        # the episode's trace is written in the runner's folder (uniquely named), read back,
+        # then deleted: no folder made and removed per episode
+        trace_dir = os.path.join(self._work_dir, "traces")
         env = None
         try:
             kwargs = environment_kwargs(settings, task.split, self.spec.d, self.spec.n,
@@ -292,8 +294,10 @@ class EpisodeRunner:
                                   None if transcript is None else transcript_json(transcript))
         finally:
             if env is not None:
+                written = env.unwrapped.trace_file
                 env.close()
-            shutil.rmtree(trace_dir, ignore_errors=True)
+                if written is not None:
+                    written.unlink(missing_ok=True)
 
     def _call(self, deadline: float | None, method, *args: Any) -> Any:
         """One policy call under the wall deadline (the proxy enforces it on its process)."""

@@ -18,7 +18,6 @@ hidden DAG of its instance, regenerated from the run's config after the run
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import math
 import os
@@ -26,13 +25,12 @@ import re
 import shutil
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
 
-from heuresis_env.cache import ResultCache, stable_hash
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evaluation.run_format import (
     EpisodeRecord,
@@ -40,7 +38,6 @@ from heuresis_env.evaluation.run_format import (
     episode_file_stem,
     load_run,
     regenerate_instance,
-    run_salt,
 )
 from heuresis_env.files import atomic_write_bytes, json_indented, json_safe, output_directory
 from heuresis_env.graphs import Graph, GraphError, edge_from_text
@@ -442,54 +439,12 @@ class _Entry:
     has_truth: bool
 
 
-#: what an episode's file is made by: this module's code (its digest keys the page cache)
-_CODE_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
-
-
-def _page_key(run: RunDirectory, run_number: int, name: str, episode: EpisodeRecord,
-              delta: float | None, file: str) -> str | None:
-    """The disk-cache key of an episode's file: everything the file is made of — the episode's
-    record, its trace and transcript files (their digests), the run's policy, options and
-    settings, the instance's identity (its key and salt digest, which fix its truth), the
-    names and the delta it is shown with, this module's code. None when the file is not
-    cached: a data table (its truth comes from a file), a file that cannot be read, a sealed
-    run without its salt."""
-    if any(details.get("name") == episode.instance[0]
-           for details in run.config.get("datasets") or ()):
-        return None
-    try:
-        run_salt(run)  # the truth can be regenerated (raises without the run's salt)
-        instance = run.instance_key(episode.instance)
-        digests = [None if relative is None
-                   else hashlib.sha256((run.path / relative).read_bytes()).hexdigest()
-                   for relative in (episode.trace, episode.transcript)]
-    except (HeuresisError, OSError):
-        return None
-    record = {f.name: getattr(episode, f.name) for f in fields(episode) if f.name != "run_path"}
-    return stable_hash(["viewer-episode", _CODE_DIGEST, SITE_FORMAT, __version__, run_number,
-                        name, file, delta, record, run.policy, safe_options(run.policy_options),
-                        run.settings, instance, run.config.get("salt_digest"), digests])
-
-
 def _episode_entry(run: RunDirectory, run_number: int, name: str, episode: EpisodeRecord,
                    truths: _Truths, delta: float | None, out: Path) -> _Entry:
-    """Write one episode's file and return its row of the index. The file's text is kept in
-    the disk cache (:func:`_page_key`; only when its truth was regenerated): a rebuild of the
-    same runs — a warm rerun's viewer — reads it back instead of parsing the trace and the
-    transcript and regenerating the instance."""
+    """Write one episode's file and return its row of the index."""
+    payload, problems = episode_payload(run, name, episode, truths, delta)
     file = f"r{run_number}-{episode_file_stem(episode.episode_id)}"
-    key = _page_key(run, run_number, name, episode, delta, file)
-    pages = ResultCache("viewer-episodes") if key is not None else None
-    cached = None if pages is None or key is None else pages.get(key)
-    if isinstance(cached, tuple) and len(cached) == 4:
-        text, problems, has_trace, has_truth = cached
-    else:
-        payload, problems = episode_payload(run, name, episode, truths, delta)
-        text = f"heuresisEpisode({json.dumps(file)},{_script_json(payload)});\n"
-        has_trace = bool(payload["steps"] or payload["start"] is not None)
-        has_truth = payload["truth"] is not None
-        if pages is not None and key is not None and has_truth:
-            pages.set(key, (text, problems, has_trace, has_truth))
+    text = f"heuresisEpisode({json.dumps(file)},{_script_json(payload)});\n"
     atomic_write_bytes(out / EPISODES_DIR / f"{file}.js", text.encode("utf-8"))
     row = [episode.episode_id, run_number, episode.family, episode.index,
            episode.repeat, _finite(episode.score("f1")),
@@ -498,7 +453,8 @@ def _episode_entry(run: RunDirectory, run_number: int, name: str, episode: Episo
            episode.termination_reason, episode.finished, episode.prompt_tokens,
            episode.completion_tokens, _finite(episode.cost_usd),
            _finite(episode.wall_seconds), file, bool(episode.error)]
-    return _Entry(row, list(problems), has_trace, has_truth)
+    return _Entry(row, problems, bool(payload["steps"] or payload["start"] is not None),
+                  payload["truth"] is not None)
 
 
 #: what :func:`_build_chunk` reads, in this process or a worker forked from it: (runs, names,

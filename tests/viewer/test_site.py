@@ -248,8 +248,7 @@ def test_a_build_in_two_processes_writes_the_same_site(viewer_runs, tmp_path):
             "print(summary.processes, summary.n_episodes, summary.n_truths, "
             "len(summary.warnings))")
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "parallel"), *runs],
-                          capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "HEURESIS_NO_CACHE": "1"})  # computed, not read
+                          capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["2", str(serial.n_episodes), str(serial.n_truths),
                                    str(len(serial.warnings))]
@@ -263,55 +262,3 @@ def test_a_build_in_two_processes_writes_the_same_site(viewer_runs, tmp_path):
             == built.sub("", serial.index_path.read_text()))
     with pytest.raises(HeuresisError, match="workers must be at least 1"):
         build_site(runs, tmp_path / "none", workers=0)
-
-
-def _site_files(out) -> dict[str, bytes]:
-    built = re.compile(rb'"built":"[^"]*"')
-    return {str(p.relative_to(out)): built.sub(b"", p.read_bytes())
-            for p in sorted(out.rglob("*")) if p.is_file()}
-
-
-def test_a_rebuild_reads_the_episode_files_back_from_the_cache(viewer_runs, tmp_path,
-                                                                monkeypatch):
-    import heuresis_env.viewer.site as site_module
-
-    monkeypatch.setenv("HEURESIS_CACHE_DIR", str(tmp_path / "cache"))
-    copied = []
-    for name, path in viewer_runs.items():  # copies: one trace is changed below
-        shutil.copytree(path, tmp_path / "runs" / name)
-        copied.append(str(tmp_path / "runs" / name))
-    first = build_site(copied, tmp_path / "first")
-    computed = []
-    payload = site_module.episode_payload
-    monkeypatch.setattr(site_module, "episode_payload",
-                        lambda run, name, episode, *rest: computed.append(episode.episode_id)
-                        or payload(run, name, episode, *rest))
-    second = build_site(copied, tmp_path / "second")
-    # only the episodes without a regenerated truth are made again; the site is the same
-    assert len(computed) == first.n_episodes - first.n_truths < first.n_episodes
-    assert _site_files(tmp_path / "first") == _site_files(tmp_path / "second")
-    assert (second.n_traces, second.n_truths, second.warnings) == (
-        first.n_traces, first.n_truths, first.warnings)
-
-    # a changed trace is a new page: one step's recorded duration
-    run = load_run(copied[-1])
-    changed = next(e for e in run.episodes if e.trace_path is not None)
-    lines = changed.trace_path.read_text().splitlines()
-    for k, line in enumerate(lines):
-        record = json.loads(line)
-        if record.get("type") == "step":
-            record["duration"] = 123.25
-            lines[k] = json.dumps(record, separators=(",", ":"))
-            break
-    changed.trace_path.write_text("\n".join(lines) + "\n")
-    computed.clear()
-    third = build_site(copied, tmp_path / "third")
-    assert changed.episode_id in computed
-    name = [r for r in rows(third) if r["id"] == changed.episode_id
-            and r["run"] == len(copied) - 1][0]["file"]
-    assert 123.25 in [step["duration"] for step in episode(third, name)["steps"]]
-    # without the cache every page is made
-    monkeypatch.setenv("HEURESIS_NO_CACHE", "1")
-    computed.clear()
-    build_site(copied, tmp_path / "fourth")
-    assert len(computed) == first.n_episodes

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -19,7 +19,8 @@ import numpy as np
 from agents.checks import check_int, check_probability, check_real
 from agents.routers.holm import holm_adjusted_p_values
 from baselines.policies import edge_strings
-from heuresis_env.data import validate_data
+from heuresis_env.cache import ResultCache, stable_hash
+from heuresis_env.data import data_sha256, validate_data
 from heuresis_env.discovery import (
     CITest,
     PCResult,
@@ -301,6 +302,10 @@ def paper_router(X: np.ndarray, names: Sequence[str], *, alpha: float = 0.05,
 
 # ---- as a policy --------------------------------------------------------------------------------
 
+#: bump when what the router decides or how changes (stale policy-cache entries are ignored)
+ROUTER_CACHE_VERSION = 1
+
+
 def budget_left(observation: Any) -> int:
     """Steps left before this action (the text view's ``budget_left``)."""
     try:
@@ -340,7 +345,16 @@ class PaperRouterPolicy(Policy):
         if "data" not in info or "names" not in info:
             raise HeuresisError("PaperRouterPolicy needs the reset info's public 'data' and "
                                 "'names' (the text view of a Heuresis environment gives them)")
-        self.decision = paper_router(info["data"], info["names"], **self.options)
+        data = validate_data(info["data"])
+        names = [str(name) for name in info["names"]]
+        # a deterministic function of the data and the options, kept in the policy's own
+        # disk cache like its CI tests; runtime_seconds is this reset's (computed or read back)
+        started = time.perf_counter()
+        key = stable_hash(["paper-router", ROUTER_CACHE_VERSION, data_sha256(data), names,
+                           self.options])
+        decision = ResultCache("routers").get_or_compute(
+            key, lambda: paper_router(data, names, **self.options))
+        self.decision = replace(decision, runtime_seconds=time.perf_counter() - started)
         self._shown = False
         self._branch_graph_matches = None
 

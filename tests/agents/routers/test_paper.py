@@ -177,6 +177,25 @@ def test_router_policy_scores_as_paper_router():
     assert one_step.steps == 1 and one_step.scores == result.scores
 
 
+def test_the_router_policy_reads_its_decision_back_from_its_disk_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("HEURESIS_CACHE_DIR", str(tmp_path / "policy-cache"))
+    env = gym.make("Heuresis-wild-v0", d=D, n=N)
+    first = PaperRouterPolicy()
+    run_episode(env, first, seed=0, options={"index": 0})
+    assert len(list((tmp_path / "policy-cache" / "routers").rglob("*.pkl"))) == 1
+    again = PaperRouterPolicy()
+    run_episode(env, again, seed=0, options={"index": 0})
+    recorded = [p.transcript()[0]["decision"] for p in (first, again)]
+    for decision in recorded:
+        decision.pop("runtime_seconds")  # this reset's time: computed, then read back
+    assert recorded[0] == recorded[1]
+    instance = small_instance("wild", 0)
+    assert again.decision.graph == paper_router(instance.X, instance.names).graph
+    run_episode(env, PaperRouterPolicy(tau=0.9), seed=0, options={"index": 0})  # other options
+    run_episode(env, PaperRouterPolicy(), seed=0, options={"index": 1})  # other data
+    assert len(list((tmp_path / "policy-cache" / "routers").rglob("*.pkl"))) == 3
+
+
 @pytest.mark.slow
 def test_restore_step_never_fires_at_the_default_size():
     """The same on a default-size wild instance (d = 10, n = 600) routed to PC-KCI."""

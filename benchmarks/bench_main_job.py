@@ -2,7 +2,9 @@
 a new output directory), with the time per policy, per tool and per CI-test kind.
 
 Each run is the real command in a subprocess (its workers included): wall time, user and system
-CPU of the whole process tree, the machine's load average. The breakdown is read back from the
+CPU of the process tree it waited for (policy processes forked by the launcher end outside it),
+the machine's busy CPU seconds over the run (``/proc/stat``; on an otherwise idle machine the
+fuller figure), the machine's load average. The breakdown is read back from the
 run directories: per policy, the wall time of its evaluation (from the run directory's first
 and last writes) and the sum of its episodes' wall seconds; per tool, the steps' durations
 recorded in the traces (``run_algorithm`` by algorithm, ``ci_test`` by method); "policy and
@@ -38,9 +40,11 @@ def run_demo(out: Path, cache: Path, n: int, count: int, workers: int,
     env = {**os.environ, "HEURESIS_CACHE_DIR": str(cache)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     load_before = os.getloadavg()
+    busy_before = machine_busy_seconds()
     started = time.perf_counter()
     completed = subprocess.run(command, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - started
+    busy_after = machine_busy_seconds()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if completed.returncode != 0:
         raise SystemExit(f"heuresis demo failed ({completed.returncode}):\n{completed.stderr[-3000:]}")
@@ -49,7 +53,22 @@ def run_demo(out: Path, cache: Path, n: int, count: int, workers: int,
     return {"command": " ".join(command[1:]), "wall": wall,
             "user": after.ru_utime - before.ru_utime, "sys": after.ru_stime - before.ru_stime,
             "max_rss_mb": after.ru_maxrss / 1024, "load_before": load_before[0],
-            "load_after": os.getloadavg()[0]}
+            "load_after": os.getloadavg()[0],
+            "machine_busy": (None if busy_before is None or busy_after is None
+                             else busy_after - busy_before)}
+
+
+def machine_busy_seconds() -> float | None:
+    """CPU seconds the whole machine has spent busy (``/proc/stat``: all but idle and iowait),
+    or None off Linux. The job's user + sys above count only processes its tree waited for;
+    policy processes forked by the launcher end outside it, so on an otherwise idle machine
+    this difference is the fuller figure."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = [int(v) for v in stat.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def profile_runs(demo_out: Path) -> dict:
@@ -100,12 +119,13 @@ def _fmt(seconds: float | None) -> str:
 def tables(runs: dict[str, dict]) -> str:
     """Markdown tables comparing the runs (``{"cold": {...}, "warm": {...}}``)."""
     labels = list(runs)
-    lines = ["| run | wall s | user s | sys s | load before/after |", "|---|---|---|---|---|"]
+    lines = ["| run | wall s | user s | sys s | machine busy s | load before/after |",
+             "|---|---|---|---|---|---|"]
     for label in labels:
         r = runs[label].get("process", {})
         lines.append(f"| {label} | {_fmt(r.get('wall'))} | {_fmt(r.get('user'))} | "
-                     f"{_fmt(r.get('sys'))} | {r.get('load_before', 0):.1f} / "
-                     f"{r.get('load_after', 0):.1f} |")
+                     f"{_fmt(r.get('sys'))} | {_fmt(r.get('machine_busy'))} | "
+                     f"{r.get('load_before', 0):.1f} / {r.get('load_after', 0):.1f} |")
     if len(labels) == 2 and all("process" in runs[k] for k in labels):
         a, b = (runs[k]["process"]["wall"] for k in labels)
         lines.append(f"\n{labels[0]} / {labels[1]} wall: {a / b:.1f}×")

@@ -8,6 +8,7 @@ anyone's) declare their policies as entry points whose value is a factory callab
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import json
@@ -27,8 +28,16 @@ REFERENCE_ENTRY_POINT_GROUP = "heuresis.references"
 
 
 def _registered(group: str) -> dict[str, str]:
+    return dict(_entry_points(group, tuple(sys.path)))
+
+
+@functools.lru_cache(maxsize=8)
+def _entry_points(group: str, search_path: tuple[str, ...]) -> dict[str, str]:
+    """The group's entry points, read once per import path (scanning every installed
+    distribution's metadata takes tens of milliseconds; a job checks each of its runs)."""
     from importlib.metadata import entry_points
 
+    del search_path  # the cache key: a new import path may hold other distributions
     return {ep.name: ep.value for ep in sorted(entry_points(group=group), key=lambda ep: ep.name)}
 
 

@@ -9,6 +9,7 @@ Every result line is written by one ``os.write`` on an ``O_APPEND`` descriptor a
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -47,7 +48,14 @@ RECORDED_PACKAGES = ("heuresis", "numpy", "scipy", "networkx", "gymnasium", "cau
 # ---- provenance -----------------------------------------------------------------------------------
 
 def package_versions() -> dict[str, str]:
-    """Versions of Python and of the installed packages that can change a result."""
+    """Versions of Python and of the installed packages that can change a result (read once
+    per process: every run of a job records the same, and each lookup scans the installed
+    distributions)."""
+    return dict(_package_versions())
+
+
+@functools.cache
+def _package_versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     versions = {"python": sys.version.split()[0]}
@@ -59,8 +67,10 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
+@functools.cache
 def code_version() -> str:
-    """``heuresis`` version plus ``git describe --always --dirty`` of its checkout, if any."""
+    """``heuresis`` version plus ``git describe --always --dirty`` of its checkout, if any
+    (asked once per process: the code this process runs was imported at its start)."""
 
     root = Path(__file__).resolve().parents[2]
     try:

@@ -259,13 +259,19 @@ class EpisodeRunner:
             wall_seconds = time.perf_counter() - started
             final_graph = base.working_graph.to_dict()
             usage: Mapping[str, Any] = {}
-            transcript = None
+            transcript_text = None
             try:
                 usage = self.policy.usage() or {}
                 transcript = self.policy.transcript()
             except (Exception, PolicyDeadlineExceeded) as exc:  # noqa: BLE001 - an episode error
                 error = error or (f"policy usage()/transcript() raised "
                                   f"{_exception_name(exc)}: {exc}")
+            else:
+                try:  # encoded here: a string crosses to the process that saves it
+                    transcript_text = None if transcript is None else transcript_json(transcript)
+                except (ValueError, TypeError, RecursionError) as exc:  # a cycle, too deep
+                    error = error or (f"the policy's transcript cannot be stored as JSON "
+                                      f"({_exception_name(exc)}: {exc})")
             changes = _settings_changes(settings, getattr(self.policy, "settings", None))
             if changes:
                 error = error or (f"the policy changed its settings during the episode "
@@ -290,8 +296,7 @@ class EpisodeRunner:
             }
             if task.question is not None:  # the question, its truth and the answer
                 record.update(task="qa", question=final.get("question"))
-            return EpisodeOutcome(record, trace_text,
-                                  None if transcript is None else transcript_json(transcript))
+            return EpisodeOutcome(record, trace_text, transcript_text)
         finally:
             if env is not None:
                 written = env.unwrapped.trace_file

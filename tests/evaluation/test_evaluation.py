@@ -561,3 +561,34 @@ def test_ray_backend_writes_the_same_results_as_the_local_backend(tmp_path, clea
         assert ray_trace.end["scores"] == local_trace.end["scores"]
     again = run_fisher(out, count=3, workers=2, backend="ray")  # resume: nothing to run
     assert (again.ran, again.resumed) == (0, 6)
+
+
+def test_a_transcript_that_is_not_json_is_an_episode_error_and_a_string_otherwise():
+    from tests.evaluation.eval_policies import FisherSkeleton
+
+    class Cyclic(FisherSkeleton):
+        def transcript(self):
+            loop: list = []
+            loop.append(loop)
+            return [{"kind": "note", "loop": loop}]
+
+    class Plain(FisherSkeleton):
+        def transcript(self):
+            return [{"kind": "note", "p": float("nan"), "pair": ("X1", "X2")}]
+
+    spec = episode_module.RunSpec(policy="cyclic", policy_options={}, settings=SETTINGS,
+                                  d=4, n=100)
+    task = episode_module.EpisodeTask("lg/dev/0", "lg", "dev", 0, 0, 0)
+    outcomes = []
+    for policy in (Cyclic(), Plain()):
+        runner = episode_module.EpisodeRunner(spec, "test", policy=policy)
+        try:
+            outcomes.append(runner.run(task))
+        finally:
+            runner.close()
+    cyclic, plain = outcomes
+    assert cyclic.transcript_text is None and cyclic.record["finished"]
+    assert "cannot be stored as JSON" in cyclic.record["error"]
+    assert cyclic.record["scores"] == plain.record["scores"]  # the episode itself ran
+    assert plain.record["error"] is None
+    assert plain.transcript_text == '[{"kind":"note","p":"nan","pair":["X1","X2"]}]\n'

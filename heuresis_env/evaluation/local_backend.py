@@ -6,11 +6,11 @@ once and import the package once. The parent hands each worker its next episode
 a policy process is started about once per run rather than once per run and worker); each
 worker holds the runner (the policy process) of the run it is serving (:class:`RunnerSlot`).
 A worker whose last episode was quick (under :data:`PREFETCH_BELOW_SECONDS`, an episode
-served from cache) gets its next episode queued ahead, so it never waits while the parent saves
-the one before; a slow episode's worker gets one at a time, so no episode waits behind a long
-one at the job's end. Outcomes are yielded as episodes end, tagged with their run; a worker that dies or fails
-stops the job with a message (finished episodes are saved by the caller, so rerunning
-resumes).
+served from cache) gets its next episode queued ahead, so it never waits while the parent
+saves the one before; a slow episode's worker gets one at a time, so no episode waits behind
+a long one at the job's end. Outcomes are yielded as episodes end, tagged with their run; a
+worker that dies or fails stops the job with a message (finished episodes are saved by the
+caller, so rerunning resumes).
 """
 
 from __future__ import annotations

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -304,6 +304,17 @@ def paper_router(X: np.ndarray, names: Sequence[str], *, alpha: float = 0.05,
 
 #: bump when what the router decides or how changes (stale policy-cache entries are ignored)
 ROUTER_CACHE_VERSION = 1
+T = TypeVar("T")
+
+
+def cached_on_data(kind: str, version: int, data: np.ndarray, names: Sequence[str],
+                   settings: Any, compute: Callable[[], T]) -> T:
+    """``compute()``, a deterministic function of the data, the column names and
+    ``settings``, kept in the policy process's own disk cache (beside the runner's, where the
+    routers' CI tests already are) by the data's hash: a rerun on the same data reads it back.
+    ``version`` is the caller's, bumped when what it computes changes."""
+    key = stable_hash([kind, version, data_sha256(data), [str(n) for n in names], settings])
+    return ResultCache("routers").get_or_compute(key, compute)
 
 
 def budget_left(observation: Any) -> int:
@@ -350,10 +361,8 @@ class PaperRouterPolicy(Policy):
         # a deterministic function of the data and the options, kept in the policy's own
         # disk cache like its CI tests; runtime_seconds is this reset's (computed or read back)
         started = time.perf_counter()
-        key = stable_hash(["paper-router", ROUTER_CACHE_VERSION, data_sha256(data), names,
-                           self.options])
-        decision = ResultCache("routers").get_or_compute(
-            key, lambda: paper_router(data, names, **self.options))
+        decision = cached_on_data("paper-router", ROUTER_CACHE_VERSION, data, names,
+                                  self.options, lambda: paper_router(data, names, **self.options))
         self.decision = replace(decision, runtime_seconds=time.perf_counter() - started)
         self._shown = False
         self._branch_graph_matches = None

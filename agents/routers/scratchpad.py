@@ -28,10 +28,14 @@ from agents.routers.ledger import (
     ProposedTest,
     pair_key,
 )
-from agents.routers.paper import alternative_conditioning_sets, budget_left, dcor_gaps
+from agents.routers.paper import (
+    alternative_conditioning_sets,
+    budget_left,
+    cached_on_data,
+    dcor_gaps,
+)
 from baselines.policies import edge_strings
-from heuresis_env.cache import ResultCache, stable_hash
-from heuresis_env.data import data_sha256, validate_data
+from heuresis_env.data import validate_data
 from heuresis_env.discovery import pc, validate_names
 from heuresis_env.errors import HeuresisError
 from heuresis_env.graphs import EdgeMark, Graph, has_directed_cycle
@@ -112,9 +116,8 @@ class ScratchpadBase(Policy):
         deterministic function of the data and the settings, kept in the policy's own disk
         cache (like its CI tests), so a rerun on the same data reads it back.
         """
-        key = stable_hash(["scratchpad-prior", PRIOR_CACHE_VERSION, data_sha256(self._data),
-                           list(self._names), self.alpha, self.subsample, self.seed])
-        return ResultCache("routers").get_or_compute(key, self._compute_prior)
+        return cached_on_data("scratchpad-prior", PRIOR_CACHE_VERSION, self._data, self._names,
+                              [self.alpha, self.subsample, self.seed], self._compute_prior)
 
     def _compute_prior(self) -> dict[str, Any]:
         names, data = self._names, self._data

@@ -145,9 +145,8 @@ def run(args: argparse.Namespace) -> int:
     # that start slowly or run long go first (SCHEDULED_FIRST), so the job ends on runs whose
     # policies start in a tenth of a second and whose episodes are short: the last worker to
     # join a run pays little to do so, and the two finish together
-    order = sorted(range(len(runs)), key=lambda k: (
-        plan[k][1] not in SCHEDULED_FIRST, SCHEDULED_FIRST.index(plan[k][1])
-        if plan[k][1] in SCHEDULED_FIRST else k))
+    rank = {name: k for k, name in enumerate(SCHEDULED_FIRST)}
+    order = sorted(range(len(runs)), key=lambda k: rank.get(plan[k][1], len(rank) + k))
     done = evaluate_many([runs[k] for k in order], workers=args.workers,
                          progress=sys.stderr.isatty())
     summaries = [summary for _, summary in sorted(zip(order, done, strict=True))]

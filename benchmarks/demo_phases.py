@@ -17,25 +17,17 @@ Every argument is passed to ``heuresis demo`` unchanged.
 
 from __future__ import annotations
 
-import os
 import resource
 import sys
 import time
 from collections import defaultdict
 
-
-def _busy() -> float | None:
-    try:
-        with open("/proc/stat") as stat:
-            fields = [int(v) for v in stat.readline().split()[1:]]
-    except (OSError, ValueError):
-        return None
-    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+from bench_main_job import machine_busy_seconds  # this folder is the script's import path
 
 
 def main(argv: list[str]) -> int:
     started = time.perf_counter()
-    busy_before = _busy()
+    busy_before = machine_busy_seconds()
     import heuresis_env.cli as cli
     import heuresis_env.cli.demo as demo
     import heuresis_env.evaluation.runner as runner
@@ -68,7 +60,7 @@ def main(argv: list[str]) -> int:
         setattr(demo, name, timed)
     code = cli.main(["demo", *argv])
     total = time.perf_counter() - started
-    busy_after = _busy()
+    busy_after = machine_busy_seconds()
     mine = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = sys.stderr

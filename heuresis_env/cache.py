@@ -156,13 +156,16 @@ class RecordLog:
     """Append-only JSON lines ``{"k": key, "v": value}``; the last value of a key wins.
 
     Used where many small results accumulate per dataset (CI tests): one file per dataset,
-    read once, appended under a lock so concurrent processes never interleave a line.
+    read once, appended a whole line per ``write`` call on a descriptor opened with
+    ``O_APPEND``. The kernel places each such write at the end of the file and does not
+    interleave it with another process's (on a local file system), so concurrent writers
+    need no lock; a line cut short by a killed writer is skipped when the log is read. (A
+    file lock per record cost ≈ 0.5 ms, more than a kernel-based CI test at n = 200.)
     """
 
     def __init__(self, path: Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = FileLock(str(self.path) + ".lock")
 
     def load(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -182,6 +185,11 @@ class RecordLog:
     def append(self, key: str, value: Any) -> None:
         if cache_disabled():
             return
-        line = json.dumps({"k": key, "v": value}, separators=(",", ":")) + "\n"
-        with self._lock, open(self.path, "a", encoding="utf-8") as f:
-            f.write(line)
+        line = (json.dumps({"k": key, "v": value}, separators=(",", ":")) + "\n").encode()
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            written = os.write(fd, line)
+        finally:
+            os.close(fd)
+        if written != len(line):  # a full disk: the partial line is skipped when read
+            raise OSError(f"appended {written} of {len(line)} bytes to {self.path}")

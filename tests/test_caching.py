@@ -9,7 +9,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from heuresis_env.cache import MemoCache, ResultCache
+from heuresis_env.cache import MemoCache, RecordLog, ResultCache
 from heuresis_env.discovery.citests import make_ci_test
 from heuresis_env.studies.deletion_signals import cached_proposition_simulation
 
@@ -41,6 +41,43 @@ def test_slow_ci_tests_are_read_back_from_disk_by_a_new_object(name, params):
         other = make_ci_test(name, data, **{**params, "seed": 4})
         other.test(*cases[0])
         assert other.n_computed == 1
+
+
+def _append_records(path: str, writer: int, count: int) -> None:
+    log = RecordLog(path)
+    for i in range(count):  # lines of different lengths, some longer than a pipe buffer
+        log.append(f"{writer}:{i}", [writer, i, "x" * ((i * 37) % 5000)])
+
+
+def test_record_log_keeps_every_line_of_concurrent_writers(tmp_path):
+    """Four processes append to one log at once: every record is read back whole."""
+    import multiprocessing
+
+    path = str(tmp_path / "ci" / "log.jsonl")
+    context = multiprocessing.get_context("spawn")
+    writers = [context.Process(target=_append_records, args=(path, w, 300)) for w in range(4)]
+    for process in writers:
+        process.start()
+    for process in writers:
+        process.join(60)
+        assert process.exitcode == 0
+    lines = open(path, encoding="utf-8").read().split("\n")
+    assert lines[-1] == "" and len(lines) == 4 * 300 + 1  # no line lost, none merged
+    records = RecordLog(path).load()
+    assert len(records) == 4 * 300
+    assert all(records[f"{w}:{i}"] == [w, i, "x" * ((i * 37) % 5000)]
+               for w in range(4) for i in range(300))
+
+
+def test_record_log_skips_a_torn_line(tmp_path):
+    log = RecordLog(tmp_path / "log.jsonl")
+    log.append("a", 1)
+    with open(log.path, "a", encoding="utf-8") as f:
+        f.write('{"k":"b","v":')  # a writer killed mid-line
+    assert log.load() == {"a": 1}
+    log.append("c", 3)  # appended after the torn line: that line is lost, later ones kept
+    log.append("d", 4)
+    assert log.load() == {"a": 1, "d": 4}
 
 
 def test_fisherz_stays_in_memory_only():

@@ -13,12 +13,14 @@ first row is how far rounding alone moves a full run. All runs use one torch thr
 BLAS thread. Usage::
 
     python benchmarks/bench_notears.py [--family anm] [--index 0] [--repeats 1] [--noise-floor]
-    python benchmarks/bench_notears.py --per-family 2 [--n 600]
+    python benchmarks/bench_notears.py --per-family 2 [--n 600] [--noise-floor]
 
 ``--per-family K`` runs the reference code (autograd, ``scipy.linalg.expm``) and
 ``notears_mlp`` on the first K dev instances of every family instead: per instance the time
 of each, their evaluation counts, how far their raw weights are apart, how many thresholded
 edges differ, and each one's adjacency F1 against the instance's true DAG; then the totals.
+With ``--noise-floor`` it also runs the reference code with :func:`expm_nonnegative` for its
+exponential: how often rounding alone changes the reference's own graph.
 """
 
 from __future__ import annotations
@@ -191,9 +193,10 @@ def reference_notears_mlp(x: np.ndarray, hidden: int = 10, lambda1: float = 0.01
         return torch.sqrt(model.fc1_squared()).numpy().copy(), evaluations
 
 
-def agreement(per_family: int, n: int | None) -> None:
+def agreement(per_family: int, n: int | None, noise_floor: bool = False) -> None:
     """The reference code and ``notears_mlp`` side by side on ``per_family`` dev instances of
-    every family (see the module's text)."""
+    every family (see the module's text); ``noise_floor`` adds the reference again with
+    :func:`expm_nonnegative` for its exponential, and how far that run is from the first."""
     from heuresis_env.discovery.notears import _finish
     from heuresis_env.generation.families import BENCHMARK_FAMILIES
     from heuresis_env.generation.instances import InstanceKey, generate_instance
@@ -205,8 +208,10 @@ def agreement(per_family: int, n: int | None) -> None:
         return float(score_graph(Graph.from_dag(adjacency, names), truth)["f1"])
 
     print(f"{'instance':<18}{'ref s':>8}{'ours s':>8}{'ratio':>7}{'ref evals':>10}"
-          f"{'our evals':>10}{'max|Δraw|':>11}{'Δedges':>8}{'ref F1':>8}{'our F1':>8}")
-    totals = {"ref": 0.0, "ours": 0.0, "edges": 0, "differ": 0, "ref_f1": 0.0, "our_f1": 0.0}
+          f"{'our evals':>10}{'max|Δraw|':>11}{'Δedges':>8}{'ref F1':>8}{'our F1':>8}"
+          + (f"{'floor Δraw':>12}{'floor Δedges':>13}" if noise_floor else ""))
+    totals = {"ref": 0.0, "ours": 0.0, "edges": 0, "differ": 0, "ref_f1": 0.0, "our_f1": 0.0,
+              "floor_edges": 0, "floor_differ": 0}
     count = 0
     torch.set_num_threads(1)
     with threadpool_limits(limits=1, user_api="blas"):
@@ -228,10 +233,19 @@ def agreement(per_family: int, n: int | None) -> None:
                 difference = float(np.abs(ours.raw_weights - reference_raw).max())
                 reference_f1 = f1(reference_raw, instance.names, truth)
                 our_f1 = f1(ours.raw_weights, instance.names, truth)
+                floor = ""
+                if noise_floor:  # rounding alone: the reference with another exponential
+                    with torch.random.fork_rng(devices=[]):
+                        floor_raw, _ = reference_notears_mlp(x, expm=expm_nonnegative)
+                    floor_edges = int(((floor_raw >= 0.3) != (reference_raw >= 0.3)).sum())
+                    totals["floor_edges"] += floor_edges
+                    totals["floor_differ"] += int(floor_edges > 0)
+                    floor = (f"{float(np.abs(floor_raw - reference_raw).max()):>12.2e}"
+                             f"{floor_edges:>13d}")
                 print(f"{family + '/dev/' + str(index):<18}{reference_seconds:>8.2f}"
                       f"{our_seconds:>8.2f}{reference_seconds / our_seconds:>6.2f}×"
                       f"{reference_evals:>10d}{ours.n_evaluations:>10d}{difference:>11.2e}"
-                      f"{edges:>8d}{reference_f1:>8.3f}{our_f1:>8.3f}", flush=True)
+                      f"{edges:>8d}{reference_f1:>8.3f}{our_f1:>8.3f}{floor}", flush=True)
                 count += 1
                 totals["ref"] += reference_seconds
                 totals["ours"] += our_seconds
@@ -243,6 +257,9 @@ def agreement(per_family: int, n: int | None) -> None:
           f"({totals['ref'] / totals['ours']:.2f}×); thresholded graphs differ on "
           f"{totals['differ']} ({totals['edges']} edges in all); mean F1 reference "
           f"{totals['ref_f1'] / count:.3f}, notears_mlp {totals['our_f1'] / count:.3f}")
+    if noise_floor:
+        print(f"noise floor: the reference with expm_nonnegative differs from the reference on "
+              f"{totals['floor_differ']} ({totals['floor_edges']} edges in all)")
 
 
 def main() -> None:
@@ -251,13 +268,14 @@ def main() -> None:
     parser.add_argument("--index", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=1, help="runs per implementation (min)")
     parser.add_argument("--noise-floor", action="store_true",
-                        help="also run the reference with scipy.linalg.expm")
+                        help="also run the reference with scipy.linalg.expm (with --per-family: "
+                             "the reference again with expm_nonnegative)")
     parser.add_argument("--per-family", type=int, default=0,
                         help="compare with the reference code on this many dev instances a family")
     parser.add_argument("--n", type=int, default=None, help="rows per instance (--per-family)")
     args = parser.parse_args()
     if args.per_family:
-        agreement(args.per_family, args.n)
+        agreement(args.per_family, args.n, args.noise_floor)
         return
     from heuresis_env.generation.instances import InstanceKey, generate_instance
 

@@ -400,7 +400,7 @@ def run_algorithm(name: str, data: np.ndarray, names: Sequence[str] | None = Non
 
 #: bump when an algorithm's output for the same inputs changes, so cached outputs are not reused
 #: (the evidence store, the stability tool and the baselines' reference records key on it too)
-ALGORITHM_CACHE_VERSION = 3  # 3: NOTEARS' and NOTEARS-MLP's arithmetic (issue 14); 2: issue 13
+ALGORITHM_CACHE_VERSION = 4  # 3, 4: NOTEARS' and NOTEARS-MLP's arithmetic (issue 14); 2: issue 13
 _RECENT: MemoCache[AlgorithmResult] = MemoCache(256)
 
 

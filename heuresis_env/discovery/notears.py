@@ -79,7 +79,10 @@ def _check_inputs(x: np.ndarray, **positive: float) -> np.ndarray:
     return data
 
 
-_INVERSE_FACTORIALS = 1.0 / np.array([math.factorial(k) for k in range(44)], dtype=np.float64)
+def _kernels():  # noqa: ANN202 - the module, imported on first use (it imports Numba)
+    from heuresis_env.discovery import notears_kernels
+
+    return notears_kernels
 
 
 def expm_nonnegative(matrix: np.ndarray) -> np.ndarray:
@@ -91,41 +94,20 @@ def expm_nonnegative(matrix: np.ndarray) -> np.ndarray:
     general Padé routine, which dominated NOTEARS' run time. M is scaled by 2⁻ˢ to an
     ∞-norm ν ≤ ½, the series is cut at the first degree K whose remainder bound
     ν^(K+1)/(K+1)!·e^ν is below 10⁻¹⁸ (at most 16), rounded up to a multiple of four terms
-    and evaluated by Paterson–Stockmeyer's scheme (see below), and squared s times. Any
-    real M is accepted (the bound then uses |M|), but only a non-negative one is free of
-    cancellation.
+    and evaluated by Paterson–Stockmeyer's scheme — with P = [I, M, M², M³] and
+    B_i = Σ_j M^j/(4i + j)!, the series is B_0 + M⁴(B_1 + M⁴(B_2 + …)), every coefficient
+    and matrix non-negative, so no cancellation either — and squared s times. Any real M is
+    accepted (the bound then uses |M|), but only a non-negative one is free of cancellation.
+    The loops are compiled (:func:`heuresis_env.discovery.notears_kernels.expm_nonnegative`):
+    at d = 10 NumPy's per-call overhead was most of the cost.
     """
-    m = np.asarray(matrix, dtype=np.float64)
-    d = m.shape[0]
-    if d == 0:
+    m = np.ascontiguousarray(matrix, dtype=np.float64)
+    if m.ndim != 2 or m.shape[0] != m.shape[1]:
+        raise HeuresisError(f"exp(M) needs a square matrix, got shape {m.shape}")
+    if m.shape[0] == 0:
         return np.eye(0)
-    norm = float(np.abs(m).sum(axis=1).max())
-    squarings = max(0, math.ceil(math.log2(norm / 0.5))) if norm > 0.5 else 0
-    scaled = m / (2.0 ** squarings)
-    nu = norm / 2.0 ** squarings
-    degree, bound = 1, nu * nu / 2.0 * math.exp(nu)  # remainder bound after degree 1
-    while bound > 1e-18 and degree < 39:
-        degree += 1
-        bound *= nu / (degree + 1)
-    # Paterson–Stockmeyer in blocks of four terms: with P = [I, M, M², M³] and
-    # B_i = Σ_j M^j/(4i + j)!, the series is B_0 + M⁴(B_1 + M⁴(B_2 + …)) — every coefficient
-    # and matrix non-negative, so no cancellation either
-    blocks = degree // 4 + 1
-    powers = np.zeros((4, d, d))
-    powers[0].flat[:: d + 1] = 1.0
-    powers[1] = scaled
-    np.matmul(scaled, scaled, out=powers[2])
-    np.matmul(powers[2], scaled, out=powers[3])
-    fourth = powers[3] @ scaled
-    coefficients = _INVERSE_FACTORIALS[: 4 * blocks].reshape(blocks, 4)
-    sums = (coefficients @ powers.reshape(4, d * d)).reshape(blocks, d, d)
-    result = sums[blocks - 1]
-    for i in range(blocks - 2, -1, -1):
-        result = fourth @ result
-        result += sums[i]
-    for _ in range(squarings):
-        result = result @ result
-    return result
+    kernels = _kernels()
+    return kernels.expm_nonnegative(m, kernels.INVERSE_FACTORIALS)
 
 
 def acyclicity(weights: np.ndarray) -> float:
@@ -290,60 +272,44 @@ def _initial_mlp_parameters(d: int, hidden: int, bias: bool) -> np.ndarray:
 
 
 class _NumpyFitLoss:
-    """½/n‖f(X) − X‖² of the d MLPs and its gradient, derived by hand, in NumPy.
+    """½/n‖f(X) − X‖² of the d MLPs and its gradient, derived by hand.
 
-    Units × samples layout: the first layers of all d networks are one matrix product
-    [W | b]·[X | 1]ᵀ, whose rows, grouped by output j, are contiguous (hidden × n) blocks,
-    so the locally connected second layer and its gradient are d small stacked products
-    instead of products with a block-diagonal matrix (ten times the arithmetic). The
-    sigmoid is torch's vectorised kernel, run in place on the NumPy buffer (NumPy's float64
-    ``exp`` is scalar libm without AVX-512; torch's is 2–3× faster, to 1 ulp). A call is two
-    BLAS products, two stacked products and a handful of elementwise passes into
-    preallocated buffers.
+    Units × samples layout: the first layers of all d networks are one BLAS product
+    [W | b]·[X | 1]ᵀ, whose rows, grouped by output j, are contiguous (hidden × n) blocks.
+    The sigmoid is torch's vectorised kernel, run in place on the NumPy buffer (NumPy's
+    float64 ``exp`` is scalar libm without AVX-512; torch's is 2–3× faster, to 1 ulp). The
+    locally connected second layer, the residual and the gradients of both layers' outputs
+    are one compiled pass (:func:`~heuresis_env.discovery.notears_kernels.mlp_fit_tail`),
+    and the first layer's gradient one more BLAS product. Buffers are reused across calls.
     """
 
-    def __init__(self, data: np.ndarray, hidden: int, bias: bool):
+    def __init__(self, data: np.ndarray, hidden: int, bias: bool, fc2_weight: int,
+                 fc2_bias: int):
         import torch
 
         n, d = data.shape
         units = d * hidden
-        self.n, self.d, self.hidden = n, d, hidden
+        self.bias, self.fc2_weight, self.fc2_bias = bias, fc2_weight, fc2_bias
         self.target_transposed = np.ascontiguousarray(data.T)  # [output j, sample]
         self.inputs = np.hstack([data, np.ones((n, 1))]) if bias else data.copy()  # [X | 1]
         self.inputs_transposed = np.ascontiguousarray(self.inputs.T)
         self.activation = np.empty((units, n))  # σ of the hidden pre-activations
-        self.scratch = np.empty((units, n))
         self.hidden_gradient = np.empty((units, n))
-        self.output = np.empty((d, 1, n))
+        self.residual = np.empty(n)
         self._activation_tensor = torch.from_numpy(self.activation)  # shares the buffer
         self._sigmoid = torch.sigmoid
+        self._tail = _kernels().mlp_fit_tail
 
-    def __call__(self, first_layer: np.ndarray, second_weight: np.ndarray,
-                 second_bias: np.ndarray | None
-                 ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray | None]:
-        """Loss and its gradients for [W | b] (units × d(+1)), fc2 weight (d × hidden), fc2 bias."""
-        n, d, hidden = self.n, self.d, self.hidden
+    def __call__(self, first_layer: np.ndarray, flat: np.ndarray,
+                 gradient: np.ndarray) -> tuple[float, np.ndarray]:
+        """The loss and its gradient for [W | b] (units × d(+1)); writes the fc2 weight and
+        bias parts of the gradient into ``gradient``."""
         np.matmul(first_layer, self.inputs_transposed, out=self.activation)
         self._sigmoid(self._activation_tensor, out=self._activation_tensor)
-        activation = self.activation.reshape(d, hidden, n)
-        residual = np.matmul(second_weight.reshape(d, 1, hidden), activation,
-                             out=self.output).reshape(d, n)
-        if second_bias is not None:
-            residual += second_bias[:, None]
-        residual -= self.target_transposed
-        flat_residual = residual.ravel()
-        loss = 0.5 / n * float(flat_residual @ flat_residual)
-        residual *= 1.0 / n  # ∂loss/∂output, [j, sample]
-        bias_gradient = residual.sum(axis=1) if second_bias is not None else None
-        second_gradient = np.matmul(activation, residual[:, :, None]).reshape(d, hidden)
-        # ∂loss/∂z[j·hidden + m] = ∂loss/∂output j · fc2 weight[j, m] · σ(z)(1 − σ(z))
-        gradient = self.hidden_gradient.reshape(d, hidden, n)
-        np.multiply(second_weight[:, :, None], residual[:, None, :], out=gradient)
-        derivative = np.subtract(1.0, self.activation, out=self.scratch)
-        derivative *= self.activation
-        self.hidden_gradient *= derivative
-        first_gradient = self.hidden_gradient @ self.inputs
-        return loss, first_gradient, second_gradient, bias_gradient
+        loss = self._tail(self.activation, flat, self.fc2_weight, self.fc2_bias, self.bias,
+                          self.target_transposed, self.hidden_gradient, gradient,
+                          self.residual)
+        return loss, self.hidden_gradient @ self.inputs
 
 
 class _TorchFitLoss:
@@ -351,36 +317,41 @@ class _TorchFitLoss:
     fused network: one ``mm`` for all first layers and one ``bmm`` for the locally connected
     second layer, in a units × samples layout that keeps every large tensor contiguous."""
 
-    def __init__(self, data: np.ndarray, hidden: int, bias: bool):
+    def __init__(self, data: np.ndarray, hidden: int, bias: bool, fc2_weight: int,
+                 fc2_bias: int):
         import torch
 
         self.torch = torch
         n, d = data.shape
-        self.n, self.d, self.hidden = n, d, hidden
+        self.n, self.d, self.hidden, self.bias = n, d, hidden, bias
+        self.fc2_weight = slice(fc2_weight, fc2_weight + d * hidden)
+        self.fc2_bias = slice(fc2_bias, fc2_bias + d)
         inputs = np.vstack([data.T, np.ones((1, n))]) if bias else data.T.copy()
         self.inputs_transposed = torch.from_numpy(inputs)  # [X | 1]ᵀ
         self.target_transposed = torch.from_numpy(data.T.copy())
 
-    def __call__(self, first_layer: np.ndarray, second_weight: np.ndarray,
-                 second_bias: np.ndarray | None
-                 ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray | None]:
-        """Loss and its gradients for [W | b], fc2 weight and fc2 bias (see the NumPy twin)."""
+    def __call__(self, first_layer: np.ndarray, flat: np.ndarray,
+                 gradient: np.ndarray) -> tuple[float, np.ndarray]:
+        """The loss and its gradient for [W | b] (see the NumPy twin)."""
         torch = self.torch
         first = torch.tensor(first_layer, dtype=torch.float64, requires_grad=True)
-        second = torch.tensor(second_weight, dtype=torch.float64, requires_grad=True)
+        second = torch.tensor(flat[self.fc2_weight].reshape(self.d, self.hidden),
+                              dtype=torch.float64, requires_grad=True)
         leaves = [first, second]
         activation = torch.sigmoid(torch.mm(first, self.inputs_transposed))
         output = torch.bmm(second.unsqueeze(1), activation.view(self.d, self.hidden, self.n))
         output = output.squeeze(1)  # [output j, sample]
-        if second_bias is not None:
-            bias = torch.tensor(second_bias, dtype=torch.float64, requires_grad=True)
+        if self.bias:
+            bias = torch.tensor(flat[self.fc2_bias], dtype=torch.float64, requires_grad=True)
             leaves.append(bias)
             output = output + bias.unsqueeze(1)
         residual = (output - self.target_transposed).reshape(-1)
         loss = torch.dot(residual, residual) * (0.5 / self.n)
         gradients = torch.autograd.grad(loss, leaves)
-        bias_gradient = gradients[2].numpy() if second_bias is not None else None
-        return float(loss.detach()), gradients[0].numpy(), gradients[1].numpy(), bias_gradient
+        gradient[self.fc2_weight] = gradients[1].numpy().ravel()
+        if self.bias:
+            gradient[self.fc2_bias] = gradients[2].numpy()
+        return float(loss.detach()), gradients[0].numpy()
 
 
 class NotearsMlpObjective:
@@ -390,8 +361,9 @@ class NotearsMlpObjective:
     Value: ½/n‖f(X) − X‖² + ½ρh² + αh + ½λ₂(‖W‖² + ‖fc2 weight‖²) + λ₁Σ(W⁺ + W⁻), where
     W = W⁺ − W⁻ are the first-layer weights and h = tr(exp(A)) − d with
     A[i, j] = Σ_m W[j·hidden + m, i]². The fit term runs on ``engine`` ("numpy": gradients
-    by hand; "torch": autograd); h, the penalties and their (known) gradients are computed
-    directly. Set :attr:`rho` and :attr:`alpha` before each inner solve.
+    by hand; "torch": autograd); h, the penalties and their (known) gradients are one
+    compiled pass (:func:`~heuresis_env.discovery.notears_kernels.mlp_penalties`). Set
+    :attr:`rho` and :attr:`alpha` before each inner solve.
     """
 
     def __init__(self, data: np.ndarray, hidden: int = 10, lambda1: float = 0.01,
@@ -415,7 +387,9 @@ class NotearsMlpObjective:
                                                                                   strict=True))
         self.size = int(ends[-1])
         self._first_layer = np.empty((units, d + 1 if bias else d))  # [W | b]
-        self._fit = (_NumpyFitLoss if engine == "numpy" else _TorchFitLoss)(data, hidden, bias)
+        self._kernels = _kernels()
+        fit = _NumpyFitLoss if engine == "numpy" else _TorchFitLoss
+        self._fit = fit(data, hidden, bias, self._fc2_weight.start, self._fc2_bias.start)
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """L-BFGS-B bounds (lower, upper): W⁺, W⁻ ≥ 0, and 0 from input i to output i."""
@@ -445,40 +419,16 @@ class NotearsMlpObjective:
     def __call__(self, flat: np.ndarray) -> tuple[float, np.ndarray]:
         """Objective value and gradient at the flat parameter vector."""
         self.n_evaluations += 1
-        d, hidden = self.d, self.hidden
-        flat = np.asarray(flat, dtype=np.float64)
-        positive = flat[self._pos_weight].reshape(-1, d)
-        negative = flat[self._neg_weight].reshape(-1, d)
-        weights = np.subtract(positive, negative, out=self._first_layer[:, :d])
-        if self.bias:
-            np.subtract(flat[self._pos_bias], flat[self._neg_bias], out=self._first_layer[:, d])
-        second_weight = flat[self._fc2_weight].reshape(d, hidden)
-        second_bias = flat[self._fc2_bias] if self.bias else None
-        loss, first_gradient, second_gradient, bias_gradient = self._fit(
-            self._first_layer, second_weight, second_bias)
-
-        squares = weights * weights
-        squared = squares.reshape(d, hidden, d).sum(axis=1)  # Aᵀ: [j, i]
-        exponential = expm_nonnegative(squared.T)
-        h = float(np.trace(exponential)) - d
-        l2 = float(squares.sum()) + float(second_weight.ravel() @ second_weight.ravel())
-        l1 = float(positive.sum()) + float(negative.sum())
-        value = (loss + (0.5 * self.rho * h * h + self.alpha * h) + 0.5 * self.lambda2 * l2
-                 + self.lambda1 * l1)
-
-        # ∂h/∂A = exp(A)ᵀ, so ∂h/∂W[j·hidden + m, i] = 2 W[j·hidden + m, i] exp(A)[j, i]
-        h_factor = (2.0 * (self.rho * h + self.alpha)) * exponential
-        weight_gradient = first_gradient[:, :d] + self.lambda2 * weights
-        weight_gradient += (weights.reshape(d, hidden, d) * h_factor[:, None, :]).reshape(-1, d)
+        flat = np.ascontiguousarray(flat, dtype=np.float64)
+        if flat.shape != (self.size,):
+            raise HeuresisError(f"expected {self.size} parameters, got shape {flat.shape}")
+        kernels, first_layer = self._kernels, self._first_layer
+        kernels.mlp_first_layer(flat, self.d, self.d * self.hidden, self.bias, first_layer)
         gradient = np.empty(self.size)
-        np.add(weight_gradient, self.lambda1, out=gradient[self._pos_weight].reshape(-1, d))
-        np.subtract(self.lambda1, weight_gradient,
-                    out=gradient[self._neg_weight].reshape(-1, d))
-        gradient[self._fc2_weight] = (second_gradient + self.lambda2 * second_weight).ravel()
-        if self.bias:
-            gradient[self._pos_bias] = first_gradient[:, d]
-            gradient[self._neg_bias] = -first_gradient[:, d]
-            gradient[self._fc2_bias] = bias_gradient
+        loss, first_gradient = self._fit(first_layer, flat, gradient)
+        value, _ = kernels.mlp_penalties(
+            flat, first_layer, first_gradient, self.d, self.hidden, self.bias, self.rho,
+            self.alpha, self.lambda1, self.lambda2, loss, kernels.INVERSE_FACTORIALS, gradient)
         return value, gradient
 
 

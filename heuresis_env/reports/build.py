@@ -62,6 +62,7 @@ from heuresis_env.studies.provenance import (
     episode_provenance,
     provenance_cell,
 )
+from heuresis_env.threads import ForkedCall
 
 FIGURES_DIR = "figures"
 
@@ -202,6 +203,13 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
                         "results.jsonl), but have no scores, so their cells are empty")
     families = loaded.families()
     with_all = tables.families_with_all(families)
+    # Table 4 re-reads every trace and re-runs (from cache) the algorithms it called: seconds
+    # of work that needs nothing from the tables before it, so it runs in a forked process
+    # (where forking is safe) while this one computes the bootstrap tables and figures
+    provenance_arms = [arm for arm in loaded.arms
+                       if arm.trace_count() and arm.policy not in (PC_KCI, GUIDED_START)]
+    provenance_call = (ForkedCall(_provenance_cells, provenance_arms, families, progress)
+                       if trace_analysis else None)
 
     document = Document("Heuresis report")
     configuration = Section("Configuration", [Paragraph(
@@ -268,15 +276,9 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
 
     # ---- Table 4 -----------------------------------------------------------------------------
     document.add(Heading("Table 4: where the added edges came from"))
-    if trace_analysis:
-        from tqdm.auto import tqdm
-
-
-        arms = [a for a in loaded.arms if a.trace_count() and a.policy not in (PC_KCI, GUIDED_START)]
+    if provenance_call is not None:
         try:
-            cells = [arm_provenance(arm, families)
-                     for arm in tqdm(arms, desc="Table 4 (traces)", disable=not progress,
-                                     leave=False)]
+            cells = provenance_call.result()
         except HeuresisError as exc:  # e.g. a sealed test split without its salt
             warnings.append(f"Table 4 skipped: {exc}")
             document.add(Paragraph(f"Skipped: {exc}"))
@@ -474,6 +476,15 @@ __all__ = ["ReportSummary", "build_report", "proposition_table", "signal_table"]
 
 
 # ---- Table 4 per arm ------------------------------------------------------------------------
+
+def _provenance_cells(arms: Sequence[Arm], families: Sequence[str],
+                      progress: bool) -> list[list[ProvenanceCell]]:
+    """Table 4's cells of each arm (:func:`arm_provenance`), with a progress bar if asked."""
+    from tqdm.auto import tqdm
+
+    return [arm_provenance(arm, families)
+            for arm in tqdm(arms, desc="Table 4 (traces)", disable=not progress, leave=False)]
+
 
 def arm_provenance(arm: Arm, families: Sequence[str]) -> list[ProvenanceCell]:
     """Table 4's cells of one arm: one per family it ran, then "all"."""

@@ -65,11 +65,20 @@ def can_fork() -> bool:
             and "fork" in multiprocessing.get_all_start_methods())
 
 
+def _cancelled() -> Any:
+    raise RuntimeError("this forked call was cancelled")
+
+
 class ForkedCall:
     """``function(*args, **kwargs)`` in a forked child process, started now; :meth:`result`
     waits for it and returns its value (pickled back) or raises its exception (its traceback
     text in the message when the exception itself cannot be pickled). Where forking is not
-    safe (:func:`can_fork`), the call runs in this process when :meth:`result` is asked."""
+    safe (:func:`can_fork`), the call runs in this process when :meth:`result` is asked.
+
+    The child is not a daemon, so it may fork in turn (``heuresis demo`` writes the report in a
+    forked call, and the report computes Table 4 in another); :meth:`cancel`, or dropping the
+    call without asking its result, ends it.
+    """
 
     def __init__(self, function: Callable[..., Any], *args: Any, **kwargs: Any):
         self._call = (function, args, kwargs)
@@ -79,9 +88,26 @@ class ForkedCall:
 
             context = multiprocessing.get_context("fork")
             self._receive, send = context.Pipe(duplex=False)
-            self._process = context.Process(target=self._child, args=(send,), daemon=True)
+            self._process = context.Process(target=self._child, args=(send,), daemon=False)
             self._process.start()
             send.close()
+
+    def cancel(self) -> None:
+        """End the child if it is still running (its result is then never asked)."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.is_alive():
+            process.terminate()
+        process.join()
+        self._receive.close()
+        self._call = (_cancelled, (), {})
+
+    def __del__(self) -> None:
+        try:
+            self.cancel()
+        except Exception:  # noqa: BLE001, S110 - at interpreter exit, nothing left to end
+            pass
 
     def _child(self, send: Any) -> None:
         function, args, kwargs = self._call
@@ -100,17 +126,18 @@ class ForkedCall:
     def result(self) -> Any:
         """The call's value; its exception is raised here."""
         function, args, kwargs = self._call
-        if self._process is None:
+        process, self._process = self._process, None
+        if process is None:
             return function(*args, **kwargs)
         try:
             payload = self._receive.recv_bytes()
         except EOFError:
-            self._process.join()
+            process.join()
             raise RuntimeError(f"the forked process running {function.__name__} died "
-                               f"(exit code {self._process.exitcode})") from None
+                               f"(exit code {process.exitcode})") from None
         finally:
             self._receive.close()
-        self._process.join()
+        process.join()
         kind, value = pickle.loads(payload)
         if kind == "ok":
             return value

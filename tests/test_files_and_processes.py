@@ -5,6 +5,7 @@ import json
 import math
 import os
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -85,3 +86,38 @@ def test_a_forked_call_runs_in_another_process_beside_this_one():
     assert ForkedCall(_pid).result() != os.getpid()
     calls = [ForkedCall(_double, k) for k in range(4)]  # all running at once
     assert [call.result() for call in calls] == [0, 2, 4, 6]
+
+
+def _nested(value):
+    return ForkedCall(_double, value).result(), os.getpid()
+
+
+def _sleep_then_write(path):
+    import time
+
+    time.sleep(3)
+    Path(path).write_text("not cancelled")
+
+
+@pytest.mark.skipif(not can_fork(), reason="forking is not safe in this process")
+def test_a_forked_call_may_fork_in_turn():
+    """``heuresis demo`` writes its report in a forked call, and the report computes Table 4
+    in another one."""
+    value, pid = ForkedCall(_nested, 5).result()
+    assert value == 10 and pid != os.getpid()
+
+
+@pytest.mark.skipif(not can_fork(), reason="forking is not safe in this process")
+def test_a_cancelled_forked_call_ends_its_process(tmp_path):
+    marker = tmp_path / "marker"
+    call = ForkedCall(_sleep_then_write, marker)
+    process = call._process
+    call.cancel()
+    assert not process.is_alive() and process.exitcode is not None
+    with pytest.raises(RuntimeError, match="cancelled"):
+        call.result()
+    dropped = ForkedCall(_sleep_then_write, marker)  # dropped without asking its result
+    process = dropped._process
+    del dropped
+    assert not process.is_alive()
+    assert not marker.exists()

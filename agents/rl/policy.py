@@ -5,6 +5,8 @@ the guided start submitted unchanged (:class:`SubmitStartPolicy`, entry point
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import math
 import os
@@ -16,6 +18,7 @@ import numpy as np
 
 from agents.checks import check_choice
 from agents.rl.spaces import FLAT_KEYS, ActionMasker, uses_orientations
+from heuresis_env.cache import RecordLog, cache_root
 from heuresis_env.env import LAYOUT_KEYS, RL_OBSERVATION_LAYOUT, RL_OPERATIONS, rl_action_table
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evidence import EVIDENCE_VERSION, FEATURE_NAMES, REPAIR_FEATURE_NAMES
@@ -86,10 +89,14 @@ class RLPolicy(Policy):
 
     def __init__(self, model: Any, config: dict[str, Any], deterministic: bool = True,
                  seed: int = 0, name: str = "rl",
-                 load_model: Callable[[], Any] | None = None):
+                 load_model: Callable[[], Any] | None = None, model_file: Path | None = None):
         if (model is None) == (load_model is None):
             raise HeuresisError("an RLPolicy takes a model or a function that loads one")
         self._model = model
+        #: the trained model's file, when loaded from one: its hash keys the logits cache
+        self.model_file = None if model_file is None else Path(model_file)
+        self._logits_log: RecordLog | None = None
+        self._logits: dict[str, str] = {}
         #: loads the model when it is first needed (``configure`` or an action), so building
         #: the policy to read its size, as ``heuresis demo`` does, imports no torch
         self._load_model = load_model
@@ -120,7 +127,14 @@ class RLPolicy(Policy):
         return self._model
 
     def configure(self, settings: EpisodeSettings) -> None:
-        self.model  # noqa: B018 - a model that cannot load fails the run's start, not an episode
+        if self.model_file is not None and self._logits_log is None:
+            digest = hashlib.sha256(self.model_file.read_bytes()).hexdigest()
+            self._logits_log = RecordLog(cache_root() / "rl_logits" / f"{digest[:32]}.jsonl")
+            self._logits = self._logits_log.load()
+        if not self._logits:
+            # a model that cannot load fails the run's start, not an episode (with logits
+            # cached from an earlier run the model loads on the first input not cached)
+            self.model  # noqa: B018
         super().configure(settings)
         self._masker = ActionMasker(self.d, settings.target, uses_orientations(settings.target))
 
@@ -142,13 +156,32 @@ class RLPolicy(Policy):
         return self._masker.without_edits(self._masker(observation["adjacency"], self._tested),
                                           self._edited)
 
-    def action_probabilities(self, observation: dict[str, Any]) -> np.ndarray:
-        """The model's action distribution restricted to the valid actions."""
+    def model_logits(self, observation: dict[str, Any]) -> np.ndarray:
+        """The model's action logits for an observation (before the masks).
+
+        A deterministic function of the model file and the model's input, so a policy loaded
+        from a file keeps them in its own disk cache (``rl_logits/<model hash>.jsonl`` under
+        the policy process's cache folder) keyed by a hash of the input: a rerun on the same
+        instances reads them back, bit for bit, without importing torch or loading the model.
+        """
         if self.flatten:
             model_input: Any = np.concatenate([np.asarray(observation[key], dtype=np.float32)
                                                .reshape(-1) for key in FLAT_KEYS[self.layout]])
+            parts = [("flat", model_input)]
         else:  # a model of an older layout reads the keys it knows (unchanged since)
             model_input = {key: observation[key] for key in LAYOUT_KEYS[self.layout]}
+            parts = sorted(model_input.items())
+        key = None
+        if self._logits_log is not None:
+            digest = hashlib.sha256(str(self.layout).encode())
+            for name, value in parts:
+                array = np.ascontiguousarray(value)
+                digest.update(f"|{name}|{array.dtype.str}|{array.shape}|".encode())
+                digest.update(array.tobytes())
+            key = digest.hexdigest()
+            cached = self._logits.get(key)
+            if cached is not None:
+                return np.frombuffer(base64.b64decode(cached), dtype=np.float32).copy()
         import torch
 
         policy = self.model.policy
@@ -156,6 +189,16 @@ class RLPolicy(Policy):
         tensor, _ = policy.obs_to_tensor(model_input)
         with torch.no_grad():
             logits = policy.get_distribution(tensor).distribution.logits[0].cpu().numpy()
+        logits = np.asarray(logits, dtype=np.float32)
+        if self._logits_log is not None and key is not None:
+            encoded = base64.b64encode(logits.tobytes()).decode("ascii")
+            self._logits_log.append(key, encoded)
+            self._logits[key] = encoded
+        return logits
+
+    def action_probabilities(self, observation: dict[str, Any]) -> np.ndarray:
+        """The model's action distribution restricted to the valid actions."""
+        logits = self.model_logits(observation)
         mask = self.action_masks(observation)
         logits = np.where(mask, logits.astype(np.float64), -np.inf)
         logits -= logits.max()
@@ -261,4 +304,5 @@ def load(path: str | os.PathLike | None = None, deterministic: bool = True, seed
     check_choice("RL algorithm", algorithm, ALGORITHMS)
     return RLPolicy(None, config, deterministic=deterministic, seed=seed,
                     load_model=lambda: algorithm_class(algorithm).load(str(model_file),
-                                                                       device=device))
+                                                                       device=device),
+                    model_file=model_file)

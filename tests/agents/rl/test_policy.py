@@ -81,6 +81,56 @@ def test_loaded_policy_runs_through_run_episode_within_the_masks(algo, tmp_path)
     assert audit.violations == []
 
 
+class _Recording:
+    """Wraps a policy and records its actions."""
+
+    def __init__(self, policy):
+        self.policy, self.actions = policy, []
+
+    def __getattr__(self, name):
+        return getattr(self.policy, name)
+
+    def act(self, observation, info):
+        action = self.policy.act(observation, info)
+        self.actions.append(action)
+        return action
+
+
+@pytest.mark.parametrize("algo", ALGORITHMS)
+def test_a_rerun_reads_the_models_logits_back_without_loading_it(algo, tmp_path, monkeypatch):
+    """The logits are a deterministic function of the model file and its input: the policy
+    keeps them in its disk cache, and a second policy on the same episodes replays the same
+    actions from it, bit for bit, without loading the model; another model file has its own
+    entries."""
+    monkeypatch.setenv("HEURESIS_CACHE_DIR", str(tmp_path / "cache"))
+    model, config = tiny_model(algo)
+    save(model, config, tmp_path / "model")
+    settings = EpisodeSettings(max_steps=25, guided=True, target="dag")
+    first = _Recording(load(tmp_path / "model"))
+    first.configure(settings)
+    results = [run_episode(rl_env("dag", max_steps=25), first, seed=0, options={"index": i})
+               for i in (0, 1)]
+    assert first.policy._logits  # kept on disk as the episodes ran
+    observation = rl_env("dag", max_steps=25).reset(seed=0, options={"index": 0})[0]
+    cached = first.policy.model_logits(observation)
+    first.policy._logits.clear()  # recomputed by the model: the same bits
+    np.testing.assert_array_equal(first.policy.model_logits(observation), cached)
+
+    second = _Recording(load(tmp_path / "model"))
+    second.configure(settings)
+    again = [run_episode(rl_env("dag", max_steps=25), second, seed=0, options={"index": i})
+             for i in (0, 1)]
+    assert second.policy._model is None  # every input was cached: the model never loaded
+    assert second.actions == first.actions
+    assert [r.scores for r in again] == [r.scores for r in results]
+
+    other, other_config = tiny_model(algo, seed=1)
+    save(other, other_config, tmp_path / "other")
+    third = load(tmp_path / "other")
+    third.configure(settings)
+    assert third._logits == {} and third._model is not None  # cold: loaded at configure
+
+
 def test_submit_start_policy_scores_pc_kci_output():
     results = evaluate_policy(SubmitStartPolicy(), "wild", "test", [0, 1], SETTINGS, **TINY)
     for index, result in enumerate(results):

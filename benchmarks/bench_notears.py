@@ -14,6 +14,7 @@ BLAS thread. Usage::
 
     python benchmarks/bench_notears.py [--family anm] [--index 0] [--repeats 1] [--noise-floor]
     python benchmarks/bench_notears.py --per-family 2 [--n 600] [--noise-floor]
+    python benchmarks/bench_notears.py --time anm/0,mixed/0 [--n 200]
 
 ``--per-family K`` runs the reference code (autograd, ``scipy.linalg.expm``) and
 ``notears_mlp`` on the first K dev instances of every family instead: per instance the time
@@ -262,6 +263,26 @@ def agreement(per_family: int, n: int | None, noise_floor: bool = False) -> None
               f"{totals['floor_differ']} ({totals['floor_edges']} edges in all)")
 
 
+def time_only(instances: list[str], n: int | None) -> None:
+    """``notears_mlp`` alone on the named dev instances ("family/index"), one thread."""
+    from heuresis_env.generation.instances import InstanceKey, generate_instance
+
+    torch.set_num_threads(1)
+    with threadpool_limits(limits=1, user_api="blas"):
+        notears_mlp(np.random.default_rng(0).normal(size=(50, 4)), max_iter=1,
+                    max_inner_iter=5)  # imports and compiled code loaded before timing
+        for name in instances:
+            family, index = name.split("/")
+            key = InstanceKey(family, "dev", int(index), n=n)
+            x = np.asarray(generate_instance(key).X)
+            start = time.perf_counter()
+            result = notears_mlp(x)
+            seconds = time.perf_counter() - start
+            print(f"{name:<12} n = {x.shape[0]:<5} {seconds:7.2f} s {result.n_evaluations:7d} "
+                  f"evaluations {1e3 * seconds / result.n_evaluations:7.3f} ms/evaluation",
+                  flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--family", default="anm")
@@ -272,10 +293,18 @@ def main() -> None:
                              "the reference again with expm_nonnegative)")
     parser.add_argument("--per-family", type=int, default=0,
                         help="compare with the reference code on this many dev instances a family")
-    parser.add_argument("--n", type=int, default=None, help="rows per instance (--per-family)")
+    parser.add_argument("--n", type=int, default=None,
+                        help="rows per instance (--per-family, --time)")
+    parser.add_argument("--time", metavar="FAMILY/INDEX,…", default=None,
+                        help="only time notears_mlp on these dev instances (e.g. anm/0,lg/1): "
+                             "seconds, evaluations, ms per evaluation; run it in two checkouts "
+                             "to compare them")
     args = parser.parse_args()
     if args.per_family:
         agreement(args.per_family, args.n, args.noise_floor)
+        return
+    if args.time:
+        time_only(args.time.split(","), args.n)
         return
     from heuresis_env.generation.instances import InstanceKey, generate_instance
 

@@ -16,11 +16,12 @@ Departures from the reference, none of which changes a converged result beyond r
   non-negative matrices, accurate to a few ulps) instead of ``scipy.linalg.expm``, 3–100×
   faster at these sizes;
 - the MLP objective (:class:`NotearsMlpObjective`) works on one flat parameter vector:
-  all first layers are one matrix product, the locally connected layer d small stacked
-  products, and the gradients of h, L1 and L2 are written out; the fit term's gradient is
-  derived by hand in NumPy (its sigmoid by torch's vectorised kernel) or taken by torch
-  autograd (``engine``). Value and gradient equal the reference module's to ~1e-12
-  relative, and a run is about 5× faster. Over a full run L-BFGS-B amplifies any rounding
+  all first layers are one matrix product, and the gradients of h, L1 and L2 are written
+  out; the fit term's gradient is derived by hand (BLAS products, torch's vectorised
+  sigmoid, the locally connected layer and the rest as compiled loops,
+  :mod:`~heuresis_env.discovery.notears_kernels`) or taken by torch autograd (``engine``).
+  Value and gradient equal the reference module's to ~1e-12 relative, and a run is about
+  6× faster. Over a full run L-BFGS-B amplifies any rounding
   difference up to its own stopping tolerance, so final weights differ from the
   reference's by ~1e-3–1e-2 — as much as the reference's own do when only its matrix
   exponential is swapped for another accurate one (``benchmarks/bench_notears.py
@@ -39,9 +40,11 @@ import contextlib
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from types import ModuleType
 
 import numpy as np
 
+from heuresis_env.discovery import notears_kernels
 from heuresis_env.discovery.lbfgsb import minimize_lbfgsb
 from heuresis_env.errors import DataError, HeuresisError, UnknownNameError
 
@@ -79,10 +82,9 @@ def _check_inputs(x: np.ndarray, **positive: float) -> np.ndarray:
     return data
 
 
-def _kernels():  # noqa: ANN202 - the module, imported on first use (it imports Numba)
-    from heuresis_env.discovery import notears_kernels
-
-    return notears_kernels
+def _kernels() -> ModuleType:
+    """:mod:`~heuresis_env.discovery.notears_kernels`, compiled (Numba imported on first use)."""
+    return notears_kernels.compiled()
 
 
 def expm_nonnegative(matrix: np.ndarray) -> np.ndarray:

@@ -7,10 +7,12 @@ from W⁺ − W⁻, the locally connected layer, the residual, A = Σ W², exp(A
 and the gradient's assembly) that cost more in call overhead than in arithmetic: about half
 of an evaluation at n = 200. Here each group is one loop compiled by Numba (a dependency of
 ``dcor`` already), in the same order of operations as the NumPy code it replaces except
-for summation order. The kernels are compiled on first use and cached on disk
-(``cache=True``: beside this file, or in Numba's per-user cache when that is read-only), so
-a process pays a few seconds once per installation and ≈ 0.3 s to load them after that.
-This module imports Numba; import it only where NOTEARS runs.
+for summation order. :func:`compiled` imports Numba (≈ 0.3 s; nothing else here needs it)
+and compiles the kernels on first use, caching them on disk (``cache=True``: beside this
+file, or in Numba's per-user cache when that is read-only), so a process pays a few seconds
+once per installation and ≈ 0.3 s to load them after that. Until then the functions below
+are plain Python (same results, far slower); after it the module's names are the compiled
+functions.
 
 Layout of the MLP's flat parameter vector (the reference's ``parameters()`` order): W⁺
 (units × d, row j·hidden + m = unit m of output j), b⁺ (units), W⁻, b⁻, fc2 weight
@@ -20,14 +22,14 @@ Layout of the MLP's flat parameter vector (the reference's ``parameters()`` orde
 from __future__ import annotations
 
 import math
+import sys
+from types import ModuleType
 
 import numpy as np
-from numba import njit
 
 INVERSE_FACTORIALS = 1.0 / np.array([math.factorial(k) for k in range(44)], dtype=np.float64)
 
 
-@njit(cache=True)
 def _matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     """out = a @ b for square matrices, row by row (i-k-j order)."""
     d = a.shape[0]
@@ -40,7 +42,6 @@ def _matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
                 out[i, j] += a_ik * b[k, j]
 
 
-@njit(cache=True)
 def expm_nonnegative(m: np.ndarray, inverse_factorials: np.ndarray) -> np.ndarray:
     """exp(M) by scaling, a Taylor series in Paterson–Stockmeyer blocks and squaring.
 
@@ -97,7 +98,6 @@ def expm_nonnegative(m: np.ndarray, inverse_factorials: np.ndarray) -> np.ndarra
     return result
 
 
-@njit(cache=True)
 def mlp_first_layer(flat: np.ndarray, d: int, units: int, bias: bool,
                     out: np.ndarray) -> None:
     """out = [W⁺ − W⁻ | b⁺ − b⁻] (units × d, plus the bias column when ``bias``)."""
@@ -110,7 +110,6 @@ def mlp_first_layer(flat: np.ndarray, d: int, units: int, bias: bool,
             out[u, d] = flat[units * d + u] - flat[negative + units * d + u]
 
 
-@njit(cache=True)
 def mlp_fit_tail(activation: np.ndarray, flat: np.ndarray, fc2_weight: int, fc2_bias: int,
                  bias: bool, target: np.ndarray, hidden_gradient: np.ndarray,
                  gradient: np.ndarray, residual: np.ndarray) -> float:
@@ -153,7 +152,6 @@ def mlp_fit_tail(activation: np.ndarray, flat: np.ndarray, fc2_weight: int, fc2_
     return 0.5 * inverse_n * loss
 
 
-@njit(cache=True)
 def mlp_penalties(flat: np.ndarray, first_layer: np.ndarray, first_gradient: np.ndarray,
                   d: int, hidden: int, bias: bool, rho: float, alpha: float, lambda1: float,
                   lambda2: float, loss: float, inverse_factorials: np.ndarray,
@@ -204,3 +202,23 @@ def mlp_penalties(flat: np.ndarray, first_layer: np.ndarray, first_gradient: np.
     for k in range(units):
         gradient[fc2_weight + k] += lambda2 * flat[fc2_weight + k]
     return value, h
+
+
+#: the kernels, in the order they are compiled (a kernel calls only those before it)
+KERNELS = ("_matmul_into", "expm_nonnegative", "mlp_first_layer", "mlp_fit_tail",
+           "mlp_penalties")
+_compiled = False
+
+
+def compiled() -> ModuleType:
+    """This module, its kernels compiled by Numba (on the first call; then loaded from the
+    disk cache): ``compiled().expm_nonnegative(...)``."""
+    global _compiled
+    module = globals()
+    if not _compiled:
+        import numba  # heavy; only NOTEARS needs it
+
+        for name in KERNELS:  # a kernel's callees are compiled functions when it compiles
+            module[name] = numba.njit(cache=True)(module[name])
+        _compiled = True
+    return sys.modules[__name__]

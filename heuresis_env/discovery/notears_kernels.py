@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 from types import ModuleType
 
 import numpy as np
@@ -208,17 +209,20 @@ def mlp_penalties(flat: np.ndarray, first_layer: np.ndarray, first_gradient: np.
 KERNELS = ("_matmul_into", "expm_nonnegative", "mlp_first_layer", "mlp_fit_tail",
            "mlp_penalties")
 _compiled = False
+_compiling = threading.Lock()
 
 
 def compiled() -> ModuleType:
     """This module, its kernels compiled by Numba (on the first call; then loaded from the
-    disk cache): ``compiled().expm_nonnegative(...)``."""
+    disk cache): ``compiled().expm_nonnegative(...)``. Safe to call from several threads."""
     global _compiled
-    module = globals()
     if not _compiled:
-        import numba  # heavy; only NOTEARS needs it
+        with _compiling:
+            if not _compiled:
+                import numba  # heavy; only NOTEARS needs it
 
-        for name in KERNELS:  # a kernel's callees are compiled functions when it compiles
-            module[name] = numba.njit(cache=True)(module[name])
-        _compiled = True
+                module = globals()
+                for name in KERNELS:  # a kernel's callees are compiled when it compiles
+                    module[name] = numba.njit(cache=True)(module[name])
+                _compiled = True
     return sys.modules[__name__]

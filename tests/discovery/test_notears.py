@@ -282,3 +282,58 @@ def test_mlp_short_run_equals_the_reference_style_run(reference_style):
         assert result.n_dual_steps == 1
     np.testing.assert_allclose(results["numpy"].raw_weights, results["torch"].raw_weights,
                                atol=1e-6)
+
+
+def test_the_kernels_compile_once_when_several_threads_ask_at_once():
+    """``notears_kernels.compiled()`` rebinds the module's functions to compiled ones; threads
+    asking at once (an MCP server's episodes, say) must not wrap a kernel twice."""
+    import subprocess
+    import sys
+
+    code = ("import threading, numpy as np\n"
+            "from heuresis_env.discovery import notears_kernels as k\n"
+            "errors = []\n"
+            "def go():\n"
+            "    try:\n"
+            "        k.compiled().expm_nonnegative(np.eye(3), k.INVERSE_FACTORIALS)\n"
+            "    except Exception as exc:\n"
+            "        errors.append(repr(exc))\n"
+            "threads = [threading.Thread(target=go) for _ in range(4)]\n"
+            "[t.start() for t in threads]; [t.join() for t in threads]\n"
+            "assert not errors, errors\n"
+            "assert all(type(getattr(k, n)).__name__ == 'CPUDispatcher' for n in k.KERNELS)\n"
+            "print('ok')\n")
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                               timeout=600)
+    assert completed.stdout.strip() == "ok", completed.stderr[-3000:]
+
+
+def test_the_compiled_kernels_equal_their_python_source():
+    from heuresis_env.discovery import notears_kernels
+
+    kernels = notears_kernels.compiled()
+    rng = np.random.default_rng(5)
+    for d, scale in [(4, 0.2), (10, 1.5)]:
+        m = rng.random((d, d)) * scale
+        np.testing.assert_allclose(
+            kernels.expm_nonnegative(m, kernels.INVERSE_FACTORIALS),
+            kernels.expm_nonnegative.py_func(m, kernels.INVERSE_FACTORIALS), rtol=1e-14)
+    x = _nonlinear_chain(4, n=30)
+    objective = NotearsMlpObjective(x, hidden=3)
+    flat = next(_objective_points(objective.size, objective, rng))
+    objective.rho, objective.alpha = 100.0, 0.3
+    value, gradient = objective(flat)
+    first = np.empty_like(objective._first_layer)
+    kernels.mlp_first_layer.py_func(flat, objective.d, objective.d * 3, True, first)
+    np.testing.assert_array_equal(first, objective._first_layer)
+    fit = objective._fit
+    activation = 1.0 / (1.0 + np.exp(-(first @ fit.inputs_transposed)))
+    hidden_gradient, plain_gradient = np.empty_like(activation), np.zeros(objective.size)
+    loss = kernels.mlp_fit_tail.py_func(activation, flat, fit.fc2_weight, fit.fc2_bias, True,
+                                        fit.target_transposed, hidden_gradient, plain_gradient,
+                                        np.empty(x.shape[0]))
+    plain_value, _ = kernels.mlp_penalties.py_func(
+        flat, first, hidden_gradient @ fit.inputs, objective.d, 3, True, 100.0, 0.3,
+        objective.lambda1, objective.lambda2, loss, kernels.INVERSE_FACTORIALS, plain_gradient)
+    assert plain_value == pytest.approx(value, rel=1e-12)
+    np.testing.assert_allclose(plain_gradient, gradient, rtol=1e-10, atol=1e-12)

@@ -128,8 +128,10 @@ class RLPolicy(Policy):
 
     def configure(self, settings: EpisodeSettings) -> None:
         if self.model_file is not None and self._logits_log is None:
-            digest = hashlib.sha256(self.model_file.read_bytes()).hexdigest()
-            self._logits_log = RecordLog(cache_root() / "rl_logits" / f"{digest[:32]}.jsonl")
+            digest = hashlib.sha256(self.model_file.read_bytes())
+            digest.update(_network_versions().encode())  # another torch may round differently
+            self._logits_log = RecordLog(cache_root() / "rl_logits"
+                                         / f"{digest.hexdigest()[:32]}.jsonl")
             self._logits = self._logits_log.load()
         if not self._logits:
             # a model that cannot load fails the run's start, not an episode (with logits
@@ -161,7 +163,8 @@ class RLPolicy(Policy):
 
         A deterministic function of the model file and the model's input, so a policy loaded
         from a file keeps them in its own disk cache (``rl_logits/<model hash>.jsonl`` under
-        the policy process's cache folder) keyed by a hash of the input: a rerun on the same
+        the policy process's cache folder; the hash also covers the versions of torch,
+        stable-baselines3 and sb3-contrib) keyed by a hash of the input: a rerun on the same
         instances reads them back, bit for bit, without importing torch or loading the model.
         """
         if self.flatten:
@@ -223,6 +226,20 @@ class RLPolicy(Policy):
 
     def usage(self) -> dict[str, Any]:
         return {"actions": dict(self._counts)}
+
+
+def _network_versions() -> str:
+    """The versions of the packages that compute a model's logits (read without importing
+    them): part of the logits cache's key."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = []
+    for name in ("torch", "stable-baselines3", "sb3-contrib"):
+        try:
+            found.append(f"{name}=={version(name)}")
+        except PackageNotFoundError:
+            found.append(f"{name} absent")
+    return ";".join(found)
 
 
 def policy_config(algo: str, architecture: str, family: str, d: int, n: int,

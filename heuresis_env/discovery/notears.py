@@ -285,13 +285,12 @@ class _NumpyFitLoss:
     and the first layer's gradient one more BLAS product. Buffers are reused across calls.
     """
 
-    def __init__(self, data: np.ndarray, hidden: int, bias: bool, fc2_weight: int,
-                 fc2_bias: int):
+    def __init__(self, data: np.ndarray, hidden: int, bias: bool):
         import torch
 
         n, d = data.shape
         units = d * hidden
-        self.bias, self.fc2_weight, self.fc2_bias = bias, fc2_weight, fc2_bias
+        self.bias = bias
         self.target_transposed = np.ascontiguousarray(data.T)  # [output j, sample]
         self.inputs = np.hstack([data, np.ones((n, 1))]) if bias else data.copy()  # [X | 1]
         self.inputs_transposed = np.ascontiguousarray(self.inputs.T)
@@ -308,9 +307,8 @@ class _NumpyFitLoss:
         bias parts of the gradient into ``gradient``."""
         np.matmul(first_layer, self.inputs_transposed, out=self.activation)
         self._sigmoid(self._activation_tensor, out=self._activation_tensor)
-        loss = self._tail(self.activation, flat, self.fc2_weight, self.fc2_bias, self.bias,
-                          self.target_transposed, self.hidden_gradient, gradient,
-                          self.residual)
+        loss = self._tail(self.activation, flat, self.bias, self.target_transposed,
+                          self.hidden_gradient, gradient, self.residual)
         return loss, self.hidden_gradient @ self.inputs
 
 
@@ -319,15 +317,14 @@ class _TorchFitLoss:
     fused network: one ``mm`` for all first layers and one ``bmm`` for the locally connected
     second layer, in a units × samples layout that keeps every large tensor contiguous."""
 
-    def __init__(self, data: np.ndarray, hidden: int, bias: bool, fc2_weight: int,
-                 fc2_bias: int):
+    def __init__(self, data: np.ndarray, hidden: int, bias: bool):
         import torch
 
         self.torch = torch
         n, d = data.shape
         self.n, self.d, self.hidden, self.bias = n, d, hidden, bias
-        self.fc2_weight = slice(fc2_weight, fc2_weight + d * hidden)
-        self.fc2_bias = slice(fc2_bias, fc2_bias + d)
+        _, fc2_weight, fc2_bias, size = notears_kernels.mlp_layout(d, hidden, bias)
+        self.fc2_weight, self.fc2_bias = slice(fc2_weight, fc2_bias), slice(fc2_bias, size)
         inputs = np.vstack([data.T, np.ones((1, n))]) if bias else data.T.copy()
         self.inputs_transposed = torch.from_numpy(inputs)  # [X | 1]ᵀ
         self.target_transposed = torch.from_numpy(data.T.copy())
@@ -381,17 +378,13 @@ class NotearsMlpObjective:
         self.lambda1, self.lambda2 = float(lambda1), float(lambda2)
         self.rho, self.alpha = 1.0, 0.0
         self.n_evaluations = 0
-        bias_size = units if bias else 0
-        sizes = [units * d, bias_size, units * d, bias_size, units, d if bias else 0]
-        ends = np.cumsum(sizes)
-        (self._pos_weight, self._pos_bias, self._neg_weight, self._neg_bias, self._fc2_weight,
-         self._fc2_bias) = (slice(int(end - size), int(end)) for end, size in zip(ends, sizes,
-                                                                                  strict=True))
-        self.size = int(ends[-1])
+        negative, _, _, self.size = notears_kernels.mlp_layout(d, hidden, bias)
+        #: W⁺ and W⁻ in the flat vector (the rest of its layout is the kernels' business)
+        self._pos_weight = slice(0, units * d)
+        self._neg_weight = slice(negative, negative + units * d)
         self._first_layer = np.empty((units, d + 1 if bias else d))  # [W | b]
         self._kernels = _kernels()
-        fit = _NumpyFitLoss if engine == "numpy" else _TorchFitLoss
-        self._fit = fit(data, hidden, bias, self._fc2_weight.start, self._fc2_bias.start)
+        self._fit = (_NumpyFitLoss if engine == "numpy" else _TorchFitLoss)(data, hidden, bias)
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """L-BFGS-B bounds (lower, upper): W⁺, W⁻ ≥ 0, and 0 from input i to output i."""
@@ -428,7 +421,7 @@ class NotearsMlpObjective:
         kernels.mlp_first_layer(flat, self.d, self.d * self.hidden, self.bias, first_layer)
         gradient = np.empty(self.size)
         loss, first_gradient = self._fit(first_layer, flat, gradient)
-        value, _ = kernels.mlp_penalties(
+        value = kernels.mlp_penalties(
             flat, first_layer, first_gradient, self.d, self.hidden, self.bias, self.rho,
             self.alpha, self.lambda1, self.lambda2, loss, kernels.INVERSE_FACTORIALS, gradient)
         return value, gradient

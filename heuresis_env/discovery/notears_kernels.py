@@ -99,11 +99,21 @@ def expm_nonnegative(m: np.ndarray, inverse_factorials: np.ndarray) -> np.ndarra
     return result
 
 
+def mlp_layout(d: int, hidden: int, bias: bool) -> tuple[int, int, int, int]:
+    """Offsets in the flat parameter vector (the layout in the module's text): where W⁻
+    starts (W⁺ starts at 0, b⁺ at d·hidden·d), where the fc2 weight and the fc2 bias start,
+    and the vector's size."""
+    units = d * hidden
+    negative = units * d + (units if bias else 0)
+    fc2_weight = 2 * negative
+    fc2_bias = fc2_weight + units
+    return negative, fc2_weight, fc2_bias, fc2_bias + (d if bias else 0)
+
+
 def mlp_first_layer(flat: np.ndarray, d: int, units: int, bias: bool,
                     out: np.ndarray) -> None:
     """out = [W⁺ − W⁻ | b⁺ − b⁻] (units × d, plus the bias column when ``bias``)."""
-    bias_size = units if bias else 0
-    negative = units * d + bias_size
+    negative, _, _, _ = mlp_layout(d, units // d, bias)
     for u in range(units):
         for i in range(d):
             out[u, i] = flat[u * d + i] - flat[negative + u * d + i]
@@ -111,18 +121,18 @@ def mlp_first_layer(flat: np.ndarray, d: int, units: int, bias: bool,
             out[u, d] = flat[units * d + u] - flat[negative + units * d + u]
 
 
-def mlp_fit_tail(activation: np.ndarray, flat: np.ndarray, fc2_weight: int, fc2_bias: int,
-                 bias: bool, target: np.ndarray, hidden_gradient: np.ndarray,
-                 gradient: np.ndarray, residual: np.ndarray) -> float:
+def mlp_fit_tail(activation: np.ndarray, flat: np.ndarray, bias: bool, target: np.ndarray,
+                 hidden_gradient: np.ndarray, gradient: np.ndarray,
+                 residual: np.ndarray) -> float:
     """½/n‖f(X) − X‖² from the hidden activations σ(z) (units × n) and its gradients.
 
     Writes ∂loss/∂z into ``hidden_gradient`` (units × n; the caller multiplies it by
-    [X | 1] for the first layer's gradient) and ∂loss/∂(fc2 weight, fc2 bias) into
-    ``gradient`` at the offsets given; ``residual`` is scratch of length n. ``target`` is
-    Xᵀ (d × n).
+    [X | 1] for the first layer's gradient) and ∂loss/∂(fc2 weight, fc2 bias) into their
+    parts of ``gradient``; ``residual`` is scratch of length n. ``target`` is Xᵀ (d × n).
     """
     d, n = target.shape
     hidden = activation.shape[0] // d
+    _, fc2_weight, fc2_bias, _ = mlp_layout(d, hidden, bias)
     inverse_n = 1.0 / n
     loss = 0.0
     for j in range(d):
@@ -156,18 +166,16 @@ def mlp_fit_tail(activation: np.ndarray, flat: np.ndarray, fc2_weight: int, fc2_
 def mlp_penalties(flat: np.ndarray, first_layer: np.ndarray, first_gradient: np.ndarray,
                   d: int, hidden: int, bias: bool, rho: float, alpha: float, lambda1: float,
                   lambda2: float, loss: float, inverse_factorials: np.ndarray,
-                  gradient: np.ndarray) -> tuple[float, float]:
+                  gradient: np.ndarray) -> float:
     """The objective's value and the rest of its gradient, given the fit term.
 
     Value: loss + ½ρh² + αh + ½λ₂(‖W‖² + ‖fc2 weight‖²) + λ₁Σ(W⁺ + W⁻), h = tr(exp(A)) − d,
     A[i, j] = Σ_m W[j·hidden + m, i]². Writes the W⁺, b⁺, W⁻, b⁻ parts of ``gradient`` from
     the fit term's first-layer gradient (units × d(+1)) and adds λ₂·fc2 weight to the fc2
-    weight part, which must already hold the fit term's. Returns (value, h).
+    weight part, which must already hold the fit term's. Returns the value.
     """
     units = d * hidden
-    bias_size = units if bias else 0
-    negative = units * d + bias_size
-    fc2_weight = 2 * negative
+    negative, fc2_weight, _, _ = mlp_layout(d, hidden, bias)
     a = np.zeros((d, d))
     l2 = 0.0
     for u in range(units):
@@ -202,12 +210,12 @@ def mlp_penalties(flat: np.ndarray, first_layer: np.ndarray, first_gradient: np.
             gradient[negative + units * d + u] = -first_gradient[u, d]
     for k in range(units):
         gradient[fc2_weight + k] += lambda2 * flat[fc2_weight + k]
-    return value, h
+    return value
 
 
 #: the kernels, in the order they are compiled (a kernel calls only those before it)
-KERNELS = ("_matmul_into", "expm_nonnegative", "mlp_first_layer", "mlp_fit_tail",
-           "mlp_penalties")
+KERNELS = ("_matmul_into", "expm_nonnegative", "mlp_layout", "mlp_first_layer",
+           "mlp_fit_tail", "mlp_penalties")
 _compiled = False
 _compiling = threading.Lock()
 

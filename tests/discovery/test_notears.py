@@ -329,10 +329,9 @@ def test_the_compiled_kernels_equal_their_python_source():
     fit = objective._fit
     activation = 1.0 / (1.0 + np.exp(-(first @ fit.inputs_transposed)))
     hidden_gradient, plain_gradient = np.empty_like(activation), np.zeros(objective.size)
-    loss = kernels.mlp_fit_tail.py_func(activation, flat, fit.fc2_weight, fit.fc2_bias, True,
-                                        fit.target_transposed, hidden_gradient, plain_gradient,
-                                        np.empty(x.shape[0]))
-    plain_value, _ = kernels.mlp_penalties.py_func(
+    loss = kernels.mlp_fit_tail.py_func(activation, flat, True, fit.target_transposed,
+                                        hidden_gradient, plain_gradient, np.empty(x.shape[0]))
+    plain_value = kernels.mlp_penalties.py_func(
         flat, first, hidden_gradient @ fit.inputs, objective.d, 3, True, 100.0, 0.3,
         objective.lambda1, objective.lambda2, loss, kernels.INVERSE_FACTORIALS, plain_gradient)
     assert plain_value == pytest.approx(value, rel=1e-12)

@@ -21,6 +21,7 @@ from agents.rl.spaces import FLAT_KEYS, ActionMasker, uses_orientations
 from heuresis_env.cache import RecordLog, cache_root
 from heuresis_env.env import LAYOUT_KEYS, RL_OBSERVATION_LAYOUT, RL_OPERATIONS, rl_action_table
 from heuresis_env.errors import HeuresisError
+from heuresis_env.evaluation import package_versions
 from heuresis_env.evidence import EVIDENCE_VERSION, FEATURE_NAMES, REPAIR_FEATURE_NAMES
 from heuresis_env.policy import EpisodeSettings, Policy
 
@@ -45,6 +46,8 @@ ALGORITHMS = ("maskable_ppo", "ppo")
 #: policy networks: one encoder shared by all pairs, or SB3's default MLP on the flat input
 ARCHITECTURES = ("pairwise", "mlp")
 MODEL_FILE = "model.zip"
+#: the packages that compute a model's logits: their versions are part of the logits cache's key
+NETWORK_PACKAGES = ("torch", "stable-baselines3", "sb3-contrib")
 CONFIG_FILE = "policy.json"
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 #: the repair policies shipped with the package, by name (each directory's ``report.json`` and
@@ -129,7 +132,8 @@ class RLPolicy(Policy):
     def configure(self, settings: EpisodeSettings) -> None:
         if self.model_file is not None and self._logits_log is None:
             digest = hashlib.sha256(self.model_file.read_bytes())
-            digest.update(_network_versions().encode())  # another torch may round differently
+            versions = package_versions()  # another torch may round the logits differently
+            digest.update(repr([versions.get(name) for name in NETWORK_PACKAGES]).encode())
             self._logits_log = RecordLog(cache_root() / "rl_logits"
                                          / f"{digest.hexdigest()[:32]}.jsonl")
             self._logits = self._logits_log.load()
@@ -226,20 +230,6 @@ class RLPolicy(Policy):
 
     def usage(self) -> dict[str, Any]:
         return {"actions": dict(self._counts)}
-
-
-def _network_versions() -> str:
-    """The versions of the packages that compute a model's logits (read without importing
-    them): part of the logits cache's key."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    found = []
-    for name in ("torch", "stable-baselines3", "sb3-contrib"):
-        try:
-            found.append(f"{name}=={version(name)}")
-        except PackageNotFoundError:
-            found.append(f"{name} absent")
-    return ";".join(found)
 
 
 def policy_config(algo: str, architecture: str, family: str, d: int, n: int,

@@ -19,6 +19,7 @@ _EXPORTS = {
     "resolve_policy_factory": "policies", "PolicyProxy": "policy_process",
     "episode_id": "run_format", "load_run": "run_format",
     "RunStore": "run_store", "config_differences": "run_store",
+    "package_versions": "run_store",
     "evaluate": "runner", "evaluate_many": "runner",
     "FamilySummary": "summary", "RunSummary": "summary",
 }
@@ -27,8 +28,8 @@ __all__ = [
     "POLICY_ENTRY_POINT_GROUP", "REFERENCE_ENTRY_POINT_GROUP", "EpisodeSettings",
     "FamilySummary", "PolicyProxy", "RunStore", "RunSummary", "config_differences",
     "environment_kwargs", "episode_id", "evaluate", "evaluate_many", "load_run",
-    "make_environment", "make_policy", "make_reference", "registered_policies", "registered_references",
-    "resolve_policy_factory",
+    "make_environment", "make_policy", "make_reference", "package_versions",
+    "registered_policies", "registered_references", "resolve_policy_factory",
 ]
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     )
     from heuresis_env.evaluation.policy_process import PolicyProxy
     from heuresis_env.evaluation.run_format import episode_id, load_run
-    from heuresis_env.evaluation.run_store import RunStore, config_differences
+    from heuresis_env.evaluation.run_store import RunStore, config_differences, package_versions
     from heuresis_env.evaluation.runner import evaluate, evaluate_many
     from heuresis_env.evaluation.summary import FamilySummary, RunSummary
     from heuresis_env.policy import EpisodeSettings

@@ -12,7 +12,7 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -51,10 +51,32 @@ class _Unusual(Exception):
     """A value :func:`json_indented` leaves to the standard library."""
 
 
-def _write_indented(value: Any, out: list[str], newline: str, step: str) -> None:
+class _Bound:
+    """Where :func:`_write_indented` stops: at ``limit`` characters, counted only every few
+    hundred tokens (a count per token would cost more than the writing it saves)."""
+
+    EVERY = 256
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.tokens = self.EVERY  # the output's length in tokens at the next count
+
+    def check(self, out: list[str]) -> None:
+        if sum(map(len, out)) > self.limit:
+            raise _Full
+        self.tokens = len(out) + self.EVERY
+
+
+class _Full(Exception):
+    """The bounded writer has its characters."""
+
+
+def _write_indented(value: Any, out: list[str], newline: str, step: str,
+                    bound: _Bound | None = None) -> None:
     """Append ``value`` as ``json.dumps(json_safe(value), indent=…)`` writes it after
     ``newline`` (a newline and the current indentation); raise :class:`_Unusual` for anything
-    but dicts with str keys, lists, tuples, NumPy values and plain leaves."""
+    but dicts with str keys, lists, tuples, NumPy values and plain leaves, and :class:`_Full`
+    once ``bound`` has its characters."""
     kind = type(value)
     if kind is str:
         out.append(_ENCODE_STRING(value))
@@ -77,8 +99,10 @@ def _write_indented(value: Any, out: list[str], newline: str, step: str) -> None
             out.append(separator)
             out.append(_ENCODE_STRING(key))
             out.append(": ")
-            _write_indented(item, out, inner, step)
+            _write_indented(item, out, inner, step, bound)
             separator = "," + inner
+            if bound is not None and len(out) > bound.tokens:
+                bound.check(out)
         out.append(newline + "}")
     elif kind is list or kind is tuple:
         if not value:
@@ -88,15 +112,33 @@ def _write_indented(value: Any, out: list[str], newline: str, step: str) -> None
         separator = "[" + inner
         for item in value:
             out.append(separator)
-            _write_indented(item, out, inner, step)
+            _write_indented(item, out, inner, step, bound)
             separator = "," + inner
+            if bound is not None and len(out) > bound.tokens:
+                bound.check(out)
         out.append(newline + "]")
     elif isinstance(value, np.generic):
-        _write_indented(value.item(), out, newline, step)
+        _write_indented(value.item(), out, newline, step, bound)
     elif isinstance(value, np.ndarray):
-        _write_indented(value.tolist(), out, newline, step)
+        _write_indented(value.tolist(), out, newline, step, bound)
     else:
         raise _Unusual
+
+
+def json_indented_head(value: Any, limit: int, indent: int = 1) -> tuple[str, bool]:
+    """The first ``limit`` characters of :func:`json_indented` ``(value, indent)`` and whether
+    that is the whole text, writing little more than those characters: a viewer showing the
+    head of a large ledger does not indent all of it."""
+    out: list[str] = []
+    try:
+        _write_indented(value, out, "\n", " " * indent, _Bound(limit))
+    except _Full:
+        return "".join(out)[:limit], False
+    except _Unusual:
+        text = json.dumps(json_safe(value), indent=indent)
+        return text[:limit], len(text) <= limit
+    text = "".join(out)
+    return text[:limit], len(text) <= limit
 
 
 def json_indented(value: Any, indent: int = 1) -> str:
@@ -114,10 +156,46 @@ def json_indented(value: Any, indent: int = 1) -> str:
     return "".join(out)
 
 
+def _numpy_plain(value: Any) -> Any:
+    """``json.dumps``'s ``default`` for the fast path of :func:`json_compact`: NumPy values as
+    :func:`json_safe` converts them; anything else is not JSON."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def json_compact(value: Any, *, ensure_ascii: bool = True,
+                 default: Callable[[Any], Any] | None = None) -> str:
+    """``json.dumps(json_safe(value), separators=(",", ":"))`` without walking ``value`` in
+    Python first: the C encoder writes it directly (NumPy values converted as they come), and
+    only a value holding a non-finite float — which strict JSON cannot hold — or a key the
+    encoder refuses takes :func:`json_safe`'s path. The text is the same, except for dict keys
+    that are not strings: ``json_safe`` writes ``str(key)`` (``True`` as ``"True"``, and an
+    int key merged with the equal string key), the fast path writes what ``json.dumps`` does
+    (``"true"``, both keys kept). ``default`` is called, after the NumPy conversions, for any
+    other object (``json.dumps``' own ``default``); without it such an object is a
+    ``TypeError``."""
+    def fallback(item: Any) -> Any:
+        if isinstance(item, np.generic | np.ndarray):
+            return _numpy_plain(item)
+        if default is None:
+            raise TypeError(f"Object of type {type(item).__name__} is not JSON serializable")
+        return default(item)
+
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=ensure_ascii,
+                          allow_nan=False, default=fallback)
+    except (ValueError, TypeError):  # a non-finite float, which json_safe spells as a
+        pass  # string; a key json.dumps refuses (a tuple), which json_safe makes str(key)
+    return json.dumps(json_safe(value), separators=(",", ":"), ensure_ascii=ensure_ascii,
+                      allow_nan=False, default=default)
+
+
 def json_line(record: Mapping[str, Any]) -> bytes:
     """One record as a strict-JSON line (non-finite floats as strings)."""
-    return (json.dumps(json_safe(dict(record)), separators=(",", ":"), allow_nan=False)
-            + "\n").encode("utf-8")
+    return (json_compact(dict(record)) + "\n").encode("utf-8")
 
 
 def _file_mode() -> int:

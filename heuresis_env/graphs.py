@@ -172,7 +172,12 @@ class Graph:
         return g
 
     def copy(self) -> Graph:
-        return Graph(self.names, self.marks)
+        """An independent copy (its own mark matrix); this graph was checked when it was
+        made, so the copy is not checked again (a copy per step is the environment's common
+        case)."""
+        graph = Graph.__new__(Graph)
+        graph.names, graph.marks, graph._index = self.names, self.marks.copy(), self._index
+        return graph
 
     # ---- access ---------------------------------------------------------------------
     @property

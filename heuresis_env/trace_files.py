@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from heuresis_env.errors import HeuresisError, TraceFormatError
-from heuresis_env.files import json_safe
+from heuresis_env.files import json_compact
 
 TRACE_VERSION = 1
 
@@ -34,7 +34,7 @@ class TraceWriter:
     def write(self, record: dict[str, Any]) -> None:
         if self._file is None:
             raise HeuresisError(f"the trace {self.path} is closed")
-        self._file.write(json.dumps(json_safe(record), separators=(",", ":")) + "\n")
+        self._file.write(json_compact(record) + "\n")
         self._file.flush()
 
     def close(self, end: dict[str, Any] | None = None) -> None:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from heuresis_env.errors import HeuresisError
-from heuresis_env.files import json_indented, json_safe
+from heuresis_env.files import json_compact, json_indented, json_indented_head, json_safe
 from heuresis_env.threads import ForkedCall, can_fork
 
 
@@ -36,6 +36,44 @@ def test_json_indented_writes_what_the_standard_library_writes(indent):
     for _ in range(3000):
         value = _random_value(rng)
         assert json_indented(value, indent) == json.dumps(json_safe(value), indent=indent)
+
+
+@pytest.mark.parametrize("ensure_ascii", [True, False])
+def test_json_compact_writes_what_json_safe_then_dumps_writes(ensure_ascii):
+    rng = random.Random(7 + ensure_ascii)
+    for _ in range(3000):
+        value = _random_value(rng)
+        assert json_compact(value, ensure_ascii=ensure_ascii) == json.dumps(
+            json_safe(value), separators=(",", ":"), ensure_ascii=ensure_ascii)
+
+
+def test_json_compact_falls_back_for_keys_and_objects_as_before():
+    marker = object()
+    cases = [{(1, 2): "tuple key"}, {"deep": [{"nan": float("nan")}, np.float32("inf")]},
+             {"object": marker, "array": np.array([1.0, np.inf])}]
+    for value in cases:
+        assert json_compact(value, default=repr) == json.dumps(
+            json_safe(value), separators=(",", ":"), default=repr)
+    with pytest.raises(TypeError):  # no default: an object is not JSON, as before
+        json_compact({"object": marker})
+    # keys that are not strings: the encoder's spelling (documented), still strict JSON
+    assert json.loads(json_compact({True: 1, None: 2, 3: 3})) == {"true": 1, "null": 2, "3": 3}
+
+
+def test_json_indented_head_is_the_head_of_the_whole_text():
+    rng = random.Random(11)
+    for _ in range(2000):
+        value = _random_value(rng)
+        whole = json_indented(value)
+        for limit in (0, 1, 7, 40, len(whole) - 1, len(whole), len(whole) + 5):
+            if limit < 0:
+                continue
+            head, complete = json_indented_head(value, limit)
+            assert head == whole[:limit]
+            assert complete == (len(whole) <= limit)
+    unusual = {1: "int key", "x": [1.5] * 50}
+    head, complete = json_indented_head(unusual, 30)
+    assert (head, complete) == (json.dumps(json_safe(unusual), indent=1)[:30], False)
 
 
 def test_json_indented_leaves_unusual_values_to_the_standard_library():

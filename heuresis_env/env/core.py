@@ -6,6 +6,7 @@ when an environment is built or reset.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import inspect
 import os
@@ -69,6 +70,19 @@ SPLITS = ("dev", "test")
 MAX_OBSERVATION_CHARS = 20_000
 #: characters an observation text may hold (others are written as \\uXXXX escapes)
 OBSERVATION_CHARSET = frozenset(string.printable)
+_TEXT_SPACES: dict[int, spaces.Text] = {}
+
+
+def _text_space(max_length: int) -> spaces.Text:
+    """``Text(max_length, charset=string.printable)``, copied from one built per length:
+    building one indexes its character set, a cost per environment that a runner making an
+    environment per episode paid thousands of times. The copy shares only that read-only
+    index; its random generator is its own (made when first seeded or sampled)."""
+    prototype = _TEXT_SPACES.get(max_length)
+    if prototype is None:
+        prototype = _TEXT_SPACES[max_length] = spaces.Text(
+            max_length=max_length, min_length=0, charset=string.printable)
+    return copy.copy(prototype)
 _OUTSIDE_CHARSET = re.compile(f"[^{re.escape(string.printable)}]")  # one C scan per text
 #: termination reasons reported in the final ``info``
 TERMINATION_REASONS = ("submitted", "step_budget", "wall_time", "aborted", "replay_end")
@@ -422,16 +436,12 @@ class HeuresisEnv(gym.Env):
             self.observation_space = self._rl.observation_space
         else:
 
-            self.action_space = spaces.Text(max_length=MAX_ACTION_CHARS, min_length=0,
-                                            charset=string.printable)
-            text = spaces.Text(max_length=MAX_OBSERVATION_CHARS, min_length=0,
-                               charset=string.printable)
+            self.action_space = _text_space(MAX_ACTION_CHARS)
             self.observation_space = spaces.Dict({
-                "text": text,
+                "text": _text_space(MAX_OBSERVATION_CHARS),
                 "working_graph": spaces.Box(0, 3, (self.d, self.d), np.int8),
                 "budget_left": spaces.Box(0.0, float(self.max_steps), (1,), np.float32),
-                "last_error": spaces.Text(max_length=MAX_OBSERVATION_CHARS, min_length=0,
-                                          charset=string.printable),
+                "last_error": _text_space(MAX_OBSERVATION_CHARS),
             })
         self._state: EpisodeState | None = None
         self._referee: dict[str, Callable] | None = None

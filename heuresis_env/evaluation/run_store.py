@@ -36,7 +36,12 @@ from heuresis_env.evaluation.run_format import (
     episode_file_stem,
     salt_digest,
 )
-from heuresis_env.files import atomic_write_bytes, json_line, json_safe, output_directory
+from heuresis_env.files import (
+    atomic_write_bytes,
+    json_compact,
+    json_line,
+    output_directory,
+)
 from heuresis_env.version import __version__
 
 #: distributions whose versions a config records (those installed)
@@ -162,10 +167,10 @@ def config_differences(old: Mapping[str, Any], new: Mapping[str, Any],
 
 def transcript_json(transcript: Any) -> str:
     """A policy's transcript as its file holds it: strict JSON (non-finite floats as strings,
-    what is not JSON by its ``repr``) on one line. Compact: an indented dump runs Python's
-    pure-Python encoder, ten times slower on a router's ledger (the viewer indents it for
-    reading)."""
-    return json.dumps(json_safe(transcript), separators=(",", ":"), default=repr) + "\n"
+    what is not JSON by its ``repr``) on one line (:func:`~heuresis_env.files.json_compact`).
+    Compact: an indented dump runs Python's pure-Python encoder, ten times slower on a
+    router's ledger (the viewer indents the part it shows)."""
+    return json_compact(transcript, default=repr) + "\n"
 
 
 class RunStore:

@@ -39,7 +39,13 @@ from heuresis_env.evaluation.run_format import (
     load_run,
     regenerate_instance,
 )
-from heuresis_env.files import atomic_write_bytes, json_indented, json_safe, output_directory
+from heuresis_env.files import (
+    atomic_write_bytes,
+    json_compact,
+    json_indented_head,
+    json_safe,
+    output_directory,
+)
 from heuresis_env.graphs import Graph, GraphError, edge_from_text
 from heuresis_env.reports.loading import BCA, CONDITION_FIELDS, run_names
 from heuresis_env.threads import can_fork
@@ -94,13 +100,21 @@ def _finite(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _clip(text: Any, limit: int = MAX_TEXT) -> str | None:
+def _clip(text: Any, limit: int = MAX_TEXT, whole: str | None = None) -> str | None:
+    """``text`` (a value: indented JSON) cut at ``limit`` characters, saying so; ``whole``
+    names where the whole value is kept. A value is indented only as far as is shown."""
     if text is None:
         return None
-    text = text if isinstance(text, str) else json_indented(text)
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"\n… ({len(text) - limit} more characters not shown)"
+    if isinstance(text, str):
+        if len(text) <= limit:
+            return text
+        head, rest = text[:limit], f"{len(text) - limit} more characters not shown"
+    else:
+        head, complete = json_indented_head(text, limit)
+        if complete:
+            return head
+        rest = f"cut at {limit} characters"
+    return head + f"\n… ({rest}{'; the whole of it: ' + whole if whole else ''})"
 
 
 def graph_edges(graph: Mapping[str, Any] | Graph | None) -> list[list[Any]] | None:
@@ -329,7 +343,8 @@ def episode_payload(run: RunDirectory, run_name: str, episode: EpisodeRecord,
         "error": _clip(episode.error, 4000), "tools": header.get("tools"),
         "truth": truth, "truth_note": truth_note, "notes": notes,
         "task": episode.task, "question": json_safe(episode.question),
-        "transcript": _clip(other_transcript) if other_transcript is not None else None,
+        "transcript": (None if other_transcript is None else _clip(
+            other_transcript, whole=f"{episode.transcript} in the run directory")),
     }
     if truth is not None and final is not None and episode.task == "graph":
         result["comparison"] = comparison(truth, final)
@@ -387,8 +402,7 @@ def _prepare(out: Path) -> None:
 
 def _script_json(value: Any) -> str:
     """JSON safe to embed in a script element or a script file (no ``</`` sequence)."""
-    text = json.dumps(json_safe(value), separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False)
+    text = json_compact(value, ensure_ascii=False)
     return text.replace("</", "<\\/").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 

@@ -16,10 +16,11 @@ from heuresis_env.cli import main
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evaluation import evaluate
 from heuresis_env.evaluation.run_format import load_run
+from heuresis_env.files import json_indented
 from heuresis_env.generation.instances import TEST_SALT_ENV, InstanceKey, generate_instance
 from heuresis_env.trace_files import read_trace
 from heuresis_env.viewer import build_site
-from heuresis_env.viewer.site import INDEX_COLUMNS, transcript_steps
+from heuresis_env.viewer.site import INDEX_COLUMNS, _clip, transcript_steps
 from tests.viewer.conftest import SETTINGS, D, N
 from tests.viewer.viewer_policies import ACTIONS
 
@@ -168,6 +169,19 @@ def test_transcript_steps_pairs_actions_with_their_outputs():
     assert (steps[1].output, steps[1].prompt_tokens, steps[1].calls) == ("out 2", 25, 2)
     assert steps[2].output is None and steps[2].calls == 0
     assert transcript_steps([{"kind": "router_decision"}]) == ([], [{"kind": "router_decision"}])
+
+
+def test_long_outputs_and_ledgers_are_cut_and_say_so():
+    text = "x" * 50
+    assert _clip(text, 50) == text
+    assert _clip(text, 20) == "x" * 20 + "\n… (30 more characters not shown)"
+    ledger = {"hypotheses": [{"pair": [f"X{k}", f"X{k + 1}"], "p_value": k / 100,
+                              "evidence": list(range(k))} for k in range(200)]}
+    whole = json_indented(ledger)
+    assert _clip(ledger, len(whole)) == whole  # all of it fits: no note
+    shown = _clip(ledger, 1000, whole="transcripts/a.json in the run directory")
+    assert shown == whole[:1000] + ("\n… (cut at 1000 characters; the whole of it: "
+                                    "transcripts/a.json in the run directory)")
 
 
 def test_a_sealed_run_shows_its_truth_only_with_the_salt(tmp_path, monkeypatch):

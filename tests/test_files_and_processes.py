@@ -11,7 +11,13 @@ import numpy as np
 import pytest
 
 from heuresis_env.errors import HeuresisError
-from heuresis_env.files import json_compact, json_indented, json_indented_head, json_safe
+from heuresis_env.files import (
+    atomic_write_bytes,
+    json_compact,
+    json_indented,
+    json_indented_head,
+    json_safe,
+)
 from heuresis_env.threads import ForkedCall, can_fork
 
 
@@ -159,3 +165,14 @@ def test_a_cancelled_forked_call_ends_its_process(tmp_path):
     del dropped
     assert not process.is_alive()
     assert not marker.exists()
+
+
+def test_atomic_write_makes_missing_folders_and_replaces_whole_files(tmp_path):
+    target = tmp_path / "a" / "b" / "file.txt"  # folders made on the first write
+    atomic_write_bytes(target, b"first")
+    atomic_write_bytes(target, b"second", durable=True)  # an existing folder: replaced
+    assert target.read_bytes() == b"second"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["file.txt"]  # no temp left
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~umask

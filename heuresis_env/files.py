@@ -156,16 +156,6 @@ def json_indented(value: Any, indent: int = 1) -> str:
     return "".join(out)
 
 
-def _numpy_plain(value: Any) -> Any:
-    """``json.dumps``'s ``default`` for the fast path of :func:`json_compact`: NumPy values as
-    :func:`json_safe` converts them; anything else is not JSON."""
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-
-
 def json_compact(value: Any, *, ensure_ascii: bool = True,
                  default: Callable[[Any], Any] | None = None) -> str:
     """``json.dumps(json_safe(value), separators=(",", ":"))`` without walking ``value`` in
@@ -177,9 +167,11 @@ def json_compact(value: Any, *, ensure_ascii: bool = True,
     (``"true"``, both keys kept). ``default`` is called, after the NumPy conversions, for any
     other object (``json.dumps``' own ``default``); without it such an object is a
     ``TypeError``."""
-    def fallback(item: Any) -> Any:
-        if isinstance(item, np.generic | np.ndarray):
-            return _numpy_plain(item)
+    def fallback(item: Any) -> Any:  # NumPy values as json_safe converts them
+        if isinstance(item, np.generic):
+            return item.item()
+        if isinstance(item, np.ndarray):
+            return item.tolist()
         if default is None:
             raise TypeError(f"Object of type {type(item).__name__} is not JSON serializable")
         return default(item)

@@ -2,18 +2,26 @@
 global backend or figure state: safe in worker processes and servers).
 
 Every function takes the numbers a table already computed (its ``values``), so a figure and
-its table always agree, and returns the path of the PNG it wrote.
+its table always agree, and returns the path of the PNG it wrote. A PNG is kept in the report
+cache by the figure's kind and those numbers (:func:`_render`): a report rebuilt from the same
+results copies it instead of drawing it again.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import importlib.metadata
+import io
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from heuresis_env.cache import ResultCache, stable_hash
+from heuresis_env.files import atomic_write_bytes
 from heuresis_env.metrics import BootstrapResult
 
 DPI = 110
@@ -84,10 +92,65 @@ def _legend_columns(count: int) -> int:
     return 1 if count <= 16 else 2
 
 
-def _save(figure, path: Path) -> Path:
+#: bump when any figure's drawing changes: PNGs cached for the old drawing are then ignored
+FIGURE_CACHE_VERSION = 1
+
+
+@functools.cache
+def _matplotlib_version() -> str:
+    try:
+        return importlib.metadata.version("matplotlib")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _plain(value: Any) -> Any:
+    """A figure's inputs as JSON values for its cache key: dataclasses field by field (with
+    their type), NumPy values as numbers; anything else is a ``TypeError`` (no key from a
+    ``repr`` that might not name every number plotted)."""
+    if value is None or isinstance(value, str | bool | int | float):
+        return value
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {"type": type(value).__qualname__,
+                "fields": {f.name: _plain(getattr(value, f.name))
+                           for f in dataclasses.fields(value)}}
+    if isinstance(value, np.generic | np.ndarray):
+        return _plain(value.tolist())
+    raise TypeError(f"a figure input of type {type(value).__name__} has no cache key")
+
+
+def _render(path: Path, kind: str, inputs: Any, draw: Callable[[], Any],
+            styles: PolicyStyles | None = None) -> Path:
+    """``draw()``'s figure as the PNG ``path``, kept in the report cache by ``kind``, the
+    figure's ``inputs`` (the numbers it plots), the styles' labels and matplotlib's version:
+    a report rebuilt from the same results copies the PNG and does not import matplotlib. The
+    labels that drawing gave a style to are kept with it and given theirs again on a copy,
+    so the later figures of the report look the same either way."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, format="png", dpi=DPI)
+    before = None if styles is None else styles.labels
+    try:
+        key: str | None = stable_hash(["report-figure", kind, FIGURE_CACHE_VERSION, DPI,
+                                       _matplotlib_version(), before, _plain(inputs)])
+    except TypeError:  # inputs without a key: drawn every time
+        key = None
+    cache = ResultCache("report-figures")
+    entry = None if key is None else cache.get(key)
+    if (isinstance(entry, dict) and isinstance(entry.get("png"), bytes)
+            and isinstance(entry.get("labels"), list)):
+        if styles is not None:
+            for label in entry["labels"]:
+                styles.color(label)
+    else:
+        buffer = io.BytesIO()
+        draw().savefig(buffer, format="png", dpi=DPI)
+        entry = {"png": buffer.getvalue(), "labels": [] if styles is None else styles.labels}
+        if key is not None:
+            cache.set(key, entry)
+    atomic_write_bytes(path, entry["png"])
     return path
 
 
@@ -151,7 +214,8 @@ def figure6_f1(policy_rows: Sequence[dict[str, Any]], reference_rows: Sequence[d
                families: Sequence[str], path: Path,
                styles: PolicyStyles | None = None) -> Path:
     """Figure 6 (left) as a PNG (see :func:`draw_figure6_f1`)."""
-    return _save(draw_figure6_f1(policy_rows, reference_rows, families, styles), path)
+    return _render(path, "figure6_f1", [policy_rows, reference_rows, families],
+                   lambda: draw_figure6_f1(policy_rows, reference_rows, families, styles), styles)
 
 
 def draw_figure6_gains(policy_rows: Sequence[dict[str, Any]],
@@ -202,7 +266,9 @@ def figure6_gains(policy_rows: Sequence[dict[str, Any]],
                   reference_rows: Sequence[dict[str, Any]], families: Sequence[str],
                   path: Path, styles: PolicyStyles | None = None) -> Path:
     """Figure 6 (right) as a PNG (see :func:`draw_figure6_gains`)."""
-    return _save(draw_figure6_gains(policy_rows, reference_rows, families, styles), path)
+    return _render(path, "figure6_gains", [policy_rows, reference_rows, families],
+                   lambda: draw_figure6_gains(policy_rows, reference_rows, families, styles),
+                   styles)
 
 
 def draw_figure7_conditions(condition_rows: Sequence[dict[str, Any]],
@@ -243,7 +309,8 @@ def draw_figure7_conditions(condition_rows: Sequence[dict[str, Any]],
 def figure7_conditions(condition_rows: Sequence[dict[str, Any]], path: Path,
                        styles: PolicyStyles | None = None) -> Path:
     """Figure 7 as a PNG (see :func:`draw_figure7_conditions`)."""
-    return _save(draw_figure7_conditions(condition_rows, styles), path)
+    return _render(path, "figure7_conditions", condition_rows,
+                   lambda: draw_figure7_conditions(condition_rows, styles), styles)
 
 
 def draw_figure_reporting_rule(policy_rows: Sequence[dict[str, Any]],
@@ -284,11 +351,17 @@ def draw_figure_reporting_rule(policy_rows: Sequence[dict[str, Any]],
 def figure_reporting_rule(policy_rows: Sequence[dict[str, Any]], path: Path,
                           styles: PolicyStyles | None = None) -> Path:
     """The reporting-rule figure as a PNG (see :func:`draw_figure_reporting_rule`)."""
-    return _save(draw_figure_reporting_rule(policy_rows, styles), path)
+    return _render(path, "figure_reporting_rule", policy_rows,
+                   lambda: draw_figure_reporting_rule(policy_rows, styles), styles)
 
 
 def figure_signals(results: dict[str, Any], path: Path) -> Path:
     """Appendix F: AUC of each deletion signal with its instance-bootstrap interval."""
+    return _render(path, "appendixF_signals", results, lambda: draw_figure_signals(results))
+
+
+def draw_figure_signals(results: dict[str, Any]):
+    """Appendix F's signals figure as a matplotlib figure (see :func:`figure_signals`)."""
     names = list(results)
     figure = _figure(6.5, 0.45 * len(names) + 1.5)
     axes = figure.add_subplot()
@@ -303,12 +376,17 @@ def figure_signals(results: dict[str, Any], path: Path) -> Path:
     axes.set_xlabel("AUC for telling wrong from right deletions")
     axes.set_title("Deletion signals (95% instance-bootstrap intervals)")
     axes.grid(axis="x", alpha=0.3)
-    return _save(figure, path)
+    return figure
 
 
 def figure_proposition(rows: Sequence[Any], path: Path) -> Path:
     """The proposition: AUC of the p-value-only ranker against the noncentrality μ, the exact
     curve and the band ½ ± ½·sup|Λ − 1|."""
+    return _render(path, "appendixF_proposition", rows, lambda: draw_figure_proposition(rows))
+
+
+def draw_figure_proposition(rows: Sequence[Any]):
+    """The proposition's figure as a matplotlib figure (see :func:`figure_proposition`)."""
     figure = _figure(6.4, 4.8)
     axes = figure.add_subplot()
     mu = np.array([r.noncentrality for r in rows])
@@ -336,7 +414,7 @@ def figure_proposition(rows: Sequence[Any], path: Path) -> Path:
     handles, names = axes.get_legend_handles_labels()
     figure.legend(handles, names, loc="outside lower center", fontsize=8, ncols=2,
                   frameon=False)
-    return _save(figure, path)
+    return figure
 
 
 def draw_figure_cost(cost_rows: Sequence[dict[str, Any]], styles: PolicyStyles | None = None):
@@ -366,4 +444,5 @@ def draw_figure_cost(cost_rows: Sequence[dict[str, Any]], styles: PolicyStyles |
 def figure_cost(cost_rows: Sequence[dict[str, Any]], path: Path,
                 styles: PolicyStyles | None = None) -> Path:
     """The cost figure as a PNG (see :func:`draw_figure_cost`)."""
-    return _save(draw_figure_cost(cost_rows, styles), path)
+    return _render(path, "figure_cost", cost_rows, lambda: draw_figure_cost(cost_rows, styles),
+                   styles)

@@ -188,3 +188,39 @@ def test_labels_name_policies_not_addresses_or_keys(tmp_path):
     arms = build_arms([load_runs([p]).runs[0] for p in paths])
     assert sorted(arm.label for arm in arms) == ["llm [arm 1]", "llm [arm 2]"]
     assert not any("http" in arm.label or "127.0.0.1" in arm.label for arm in arms)
+
+
+def test_a_figure_drawn_once_is_copied_from_the_cache_with_its_styles(tmp_path, monkeypatch):
+    monkeypatch.setenv("HEURESIS_CACHE_DIR", str(tmp_path / "cache"))
+    families = ["lg", "anm"]
+    rows = _rows(["a", "b"], families)
+    drawn: list[str] = []
+    draw = report_figures.draw_figure6_f1
+
+    def counting(*args, **kwargs):
+        drawn.append("f1")
+        return draw(*args, **kwargs)
+
+    monkeypatch.setattr(report_figures, "draw_figure6_f1", counting)
+    first_styles, second_styles = PolicyStyles(["a"]), PolicyStyles(["a"])
+    first = report_figures.figure6_f1(rows, [], families, tmp_path / "one.png", first_styles)
+    second = report_figures.figure6_f1(rows, [], families, tmp_path / "two.png", second_styles)
+    assert drawn == ["f1"]  # the second came from the cache
+    assert first.read_bytes() == second.read_bytes()
+    assert first.read_bytes().startswith(b"\x89PNG")
+    # drawing gave "b" a style; the copy gives it the same, so later figures agree
+    assert second_styles.labels == first_styles.labels == ["a", "b"]
+    changed = [dict(rows[0], mean_all=0.9), *rows[1:]]  # another number: drawn again
+    report_figures.figure6_f1(changed, [], families, tmp_path / "three.png", PolicyStyles(["a"]))
+    assert drawn == ["f1", "f1"]
+    other_order = report_figures.figure6_f1(rows, [], families, tmp_path / "four.png",
+                                            PolicyStyles(["b", "a"]))  # other colours
+    assert drawn == ["f1", "f1", "f1"] and other_order.read_bytes() != first.read_bytes()
+
+
+def test_figure_inputs_without_a_key_are_drawn_every_time():
+    class Opaque:  # its repr would not name the numbers it holds
+        auc = 0.5
+
+    with pytest.raises(TypeError, match="no cache key"):
+        report_figures._plain({"signal": Opaque()})

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from heuresis_env.cache import MemoCache, stable_hash
+from heuresis_env.cache import MemoCache, cache_disabled, cache_root, stable_hash
 from heuresis_env.data import data_sha256
 from heuresis_env.errors import HeuresisError, InstanceFormatError, UnknownNameError
 from heuresis_env.files import atomic_write_bytes, output_directory
@@ -427,12 +427,64 @@ def generate_instance(key: InstanceKey, salt: str | None = None) -> Instance:
 
 _GENERATED: MemoCache[Instance] = MemoCache(256)
 
+#: the disk cache's folder under the cache root (see :func:`stored_instance`)
+INSTANCE_CACHE = "instances"
+#: what the generator's output depends on besides the key: the modules that generate, and
+#: the libraries whose arithmetic they call
+_GENERATOR_SOURCES = ("generation/*.py", "graphs.py", "data.py", "cache.py")
+_fingerprint: list[str] = []
+
+
+def generator_fingerprint() -> str:
+    """A digest of the generator's source files and numpy's version: the disk cache of
+    generated instances is kept per fingerprint, so a change to the generating code (even
+    one that forgot to bump :data:`GENERATOR_VERSION`) is never served an earlier instance."""
+    if not _fingerprint:
+        package = Path(__file__).resolve().parent.parent
+        digest = hashlib.sha256(f"{GENERATOR_VERSION}\0numpy {np.__version__}".encode())
+        for path in sorted(p for pattern in _GENERATOR_SOURCES for p in package.glob(pattern)):
+            digest.update(f"\0{path.relative_to(package).as_posix()}\0".encode())
+            digest.update(path.read_bytes())
+        _fingerprint.append(digest.hexdigest())
+    return _fingerprint[0]
+
+
+def stored_instance(key: InstanceKey, salt: str | None = None) -> Instance:
+    """:func:`generate_instance`, kept on disk (``<cache>/instances/<fingerprint>/<slug>``,
+    the JSON + NPZ pair of :func:`save_instance`) for generated instances of public splits:
+    generating one takes milliseconds (calibration and a simulation of n rows), reading it back
+    under one. The file is checked as :func:`load_instance` checks any (format, shapes, the
+    data's SHA-256 against its record) and must hold the very key asked for; a file that
+    fails is generated again and replaced.
+
+    Never on disk: an instance sealed by a salt (its truth exists only in the memory of the
+    processes that generate it), a data table (its own file is the source), and anything
+    while ``$HEURESIS_NO_CACHE`` is set.
+    """
+    if (key.family in _SOURCES or resolve_salt(key.split, salt) is not None
+            or cache_disabled() or key.generator_version != GENERATOR_VERSION):
+        return generate_instance(key, salt)
+    stem = cache_root() / INSTANCE_CACHE / generator_fingerprint()[:20] / key.slug
+    try:
+        instance = load_instance(stem)
+    except (InstanceFormatError, OSError):  # not there yet, damaged, unreadable: generated
+        pass
+    else:
+        if instance.key == key and not instance.sealed:
+            return instance
+    instance = generate_instance(key, salt)
+    try:
+        save_instance(instance, stem)
+    except OSError:  # a read-only or full cache: the instance is still right, only not kept
+        pass
+    return instance
+
 
 def cached_instance(key: InstanceKey, salt: str | None = None) -> Instance:
-    """:func:`generate_instance`, memoized in this process by the key and the salt's digest."""
+    """:func:`stored_instance`, memoized in this process by the key and the salt's digest."""
     salt = resolve_salt(key.split, salt)
     memo = (key, None if salt is None else hashlib.sha256(salt.encode()).hexdigest())
-    return _GENERATED.get_or_compute(memo, lambda: generate_instance(key, salt))
+    return _GENERATED.get_or_compute(memo, lambda: stored_instance(key, salt))
 
 
 def generate_split(family: str, split: str, count: int | None = None, d: int | None = None,
@@ -600,5 +652,6 @@ __all__: Sequence[str] = (
     "InstanceKey", "InstanceSource", "NoGroundTruthError", "NoSCMError", "available_sources",
     "get_source", "register_source", "split_size", "generate_instance", "generate_split",
     "instance_rngs", "key_seed_sequence", "salted_seed_sequence", "cached_instance",
+    "stored_instance", "generator_fingerprint",
     "load_instance", "load_split", "save_instance", "save_split", "split_directory",
 )

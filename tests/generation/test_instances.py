@@ -431,3 +431,115 @@ def test_cli_bad_input(tmp_path):
         show.run(_parse(show, ["no-such-file.json"]))
     with pytest.raises(HeuresisError, match="manifest"):
         show.run(_parse(show, [str(tmp_path)]))
+
+
+# ---- the disk cache of generated instances -------------------------------------------------------
+
+@pytest.fixture
+def own_cache(tmp_path, monkeypatch):
+    """A cache root of this test's own and an empty memo."""
+    from heuresis_env.generation import instances
+
+    monkeypatch.setenv("HEURESIS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("HEURESIS_NO_CACHE", raising=False)
+    instances._GENERATED.clear()
+    yield tmp_path / "cache"
+    instances._GENERATED.clear()
+
+
+def _generator_refuses(monkeypatch):
+    """From here on, an instance can only come from the disk cache."""
+    from heuresis_env.generation import instances
+
+    def refuse(key, salt=None):
+        raise AssertionError(f"{key.slug} was generated, not read back")
+
+    monkeypatch.setattr(instances, "generate_instance", refuse)
+
+
+def _cached_files(root: Path) -> list[str]:
+    return sorted(p.name for p in (root / "instances").rglob("*") if p.is_file())
+
+
+def test_stored_instance_is_read_back_identical(own_cache, monkeypatch):
+    from heuresis_env.generation.instances import cached_instance, stored_instance
+
+    keys = [InstanceKey("gauntlet", "dev", 4, n=200), InstanceKey("hetero", "test", 1, n=200)]
+    fresh = [generate_instance(key) for key in keys]
+    assert [stored_instance(key).sha256 for key in keys] == [i.sha256 for i in fresh]
+    assert _cached_files(own_cache) == sorted(f"{key.slug}{suffix}" for key in keys
+                                              for suffix in (".json", ".npz"))
+    _generator_refuses(monkeypatch)
+    for key, expected in zip(keys, fresh, strict=True):
+        for read in (stored_instance(key), cached_instance(key)):
+            assert read.key == key and not read.sealed
+            assert np.array_equal(read.X, expected.X) and read.sha256 == expected.sha256
+            assert read.names == expected.names
+            assert read.record.to_dict() == expected.record.to_dict()
+            assert not read.X.flags.writeable
+
+
+def test_sealed_instances_never_reach_the_disk(own_cache):
+    from heuresis_env.generation.instances import cached_instance, stored_instance
+
+    key = InstanceKey("wild", "test", 2, n=100)
+    sealed = stored_instance(key, salt="secret")
+    assert sealed.sealed and sealed.sha256 == generate_instance(key, salt="secret").sha256
+    cached_instance(key, salt="secret")
+    dev = InstanceKey("wild", "dev", 2, n=100)
+    stored_instance(dev, salt="secret")  # the salt does not apply to dev: stored
+    assert _cached_files(own_cache) == [f"{dev.slug}.json", f"{dev.slug}.npz"]
+
+
+def test_damaged_or_foreign_files_are_generated_again(own_cache, monkeypatch):
+    from heuresis_env.generation.instances import generator_fingerprint, stored_instance
+
+    key, other = InstanceKey("anm", "dev", 0, n=100), InstanceKey("anm", "dev", 1, n=100)
+    folder = own_cache / "instances" / generator_fingerprint()[:20]
+    expected = generate_instance(key)
+    # another instance's (valid) files under this key's name: not served
+    save_instance(generate_instance(other), folder / key.slug)
+    assert stored_instance(key).sha256 == expected.sha256
+    assert load_instance(folder / key.slug).key == key  # replaced by the right one
+    # a truncated array file
+    npz = folder / f"{key.slug}.npz"
+    npz.write_bytes(npz.read_bytes()[:100])
+    assert stored_instance(key).sha256 == expected.sha256
+    assert load_instance(folder / key.slug).sha256 == expected.sha256
+    # the data changed behind the record's hash
+    np.savez(npz, X=np.asarray(expected.X) + 1.0)
+    assert stored_instance(key).sha256 == expected.sha256
+    # and once whole again, it is what is read
+    _generator_refuses(monkeypatch)
+    assert stored_instance(key).sha256 == expected.sha256
+
+
+def test_no_cache_and_a_new_generator_skip_the_stored_files(own_cache, monkeypatch):
+    from heuresis_env.generation import instances
+
+    key = InstanceKey("lg", "dev", 5, n=100)
+    monkeypatch.setenv("HEURESIS_NO_CACHE", "1")
+    instances.stored_instance(key)
+    assert not (own_cache / "instances").exists()
+    monkeypatch.delenv("HEURESIS_NO_CACHE")
+    instances.stored_instance(key)
+    assert len(_cached_files(own_cache)) == 2
+    # an edited generator has another fingerprint: the earlier files are not read
+    monkeypatch.setattr(instances, "_fingerprint", ["0" * 64])
+    calls = []
+    real = instances.generate_instance
+    monkeypatch.setattr(instances, "generate_instance",
+                        lambda k, salt=None: calls.append(k) or real(k, salt))
+    instances.stored_instance(key)
+    assert calls == [key] and len(_cached_files(own_cache)) == 4
+
+
+def test_the_fingerprint_covers_the_generating_modules():
+    from heuresis_env.generation import instances
+
+    package = Path(instances.__file__).resolve().parent.parent
+    covered = {p.relative_to(package).as_posix() for pattern in instances._GENERATOR_SOURCES
+               for p in package.glob(pattern)}
+    assert {"generation/instances.py", "generation/scm.py", "generation/families.py",
+            "generation/portable.py", "graphs.py"} <= covered
+    assert len(instances.generator_fingerprint()) == 64

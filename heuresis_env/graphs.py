@@ -41,6 +41,8 @@ class EdgeMark(IntEnum):
     CIRCLE = 3
 
 
+_MARK_VALUES = tuple(int(m) for m in EdgeMark)
+_LAST_MARK = max(_MARK_VALUES)
 _SYMBOL_LEFT = {EdgeMark.TAIL: "-", EdgeMark.ARROW: "<", EdgeMark.CIRCLE: "o"}
 _SYMBOL_RIGHT = {EdgeMark.TAIL: "-", EdgeMark.ARROW: ">", EdgeMark.CIRCLE: "o"}
 
@@ -111,19 +113,24 @@ class Graph:
         if raw.shape != (d, d):
             raise GraphError(f"mark matrix has shape {raw.shape}, expected {(d, d)}")
         # validate before the int8 cast, which would wrap 258 to 2 or truncate 1.5 to 1
-        if raw.dtype.kind in "iub":
-            valid = (raw >= 0) & (raw <= max(EdgeMark))
+        # (ndarray methods, not numpy's functions: a graph is built at every tool call and
+        # submission, and on 10 × 10 marks the functions' dispatch is most of the cost)
+        if raw.dtype == np.int8:
+            invalid = raw.view(np.uint8) > _LAST_MARK  # a negative int8 reads as ≥ 128
+        elif raw.dtype.kind in "iub":
+            invalid = (raw < 0) | (raw > _LAST_MARK)
         else:
-            valid = np.isin(raw, [int(m) for m in EdgeMark])
-        if not np.all(valid):
-            bad = raw[~valid].ravel()[0]
+            invalid = ~np.isin(raw, _MARK_VALUES)
+        if invalid.any():
+            bad = raw[invalid].ravel()[0]
             bad = bad.item() if isinstance(bad, np.generic) else bad
-            raise GraphError(f"mark {bad!r} is not one of {[int(m) for m in EdgeMark]} "
+            raise GraphError(f"mark {bad!r} is not one of {list(_MARK_VALUES)} "
                              f"({', '.join(m.name for m in EdgeMark)})")
         marks = raw.astype(np.int8)  # always a copy: the graph owns its mark matrix
-        if np.any(np.diag(marks) != 0):
+        present = marks != 0
+        if present.diagonal().any():
             raise GraphError("self-loops are not allowed (nonzero diagonal)")
-        if np.any((marks != 0) != (marks.T != 0)):
+        if (present != present.T).any():
             raise GraphError("mark matrix must have a mark at both ends of every edge")
         self.marks = marks
         self._index = {n: i for i, n in enumerate(self.names)}

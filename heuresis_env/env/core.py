@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -70,19 +70,35 @@ SPLITS = ("dev", "test")
 MAX_OBSERVATION_CHARS = 20_000
 #: characters an observation text may hold (others are written as \\uXXXX escapes)
 OBSERVATION_CHARSET = frozenset(string.printable)
-_TEXT_SPACES: dict[int, spaces.Text] = {}
+_SPACES: dict[tuple, spaces.Space] = {}
+
+
+def _shared_space(key: tuple, build: Callable[[], spaces.Space]) -> spaces.Space:
+    """A space copied from one built per ``key``: building a ``Text`` indexes its character
+    set and a ``Box`` checks and broadcasts its bounds, a cost per environment that a runner
+    making an environment per episode paid thousands of times. The copy shares only what is
+    read-only (the character index, the bounds, made unwritable); its random generator is its
+    own (made when first seeded or sampled)."""
+    prototype = _SPACES.get(key)
+    if prototype is None:
+        prototype = _SPACES[key] = build()
+        for bound in ("low", "high"):
+            array = getattr(prototype, bound, None)
+            if isinstance(array, np.ndarray):
+                array.flags.writeable = False
+    return copy.copy(prototype)
 
 
 def _text_space(max_length: int) -> spaces.Text:
-    """``Text(max_length, charset=string.printable)``, copied from one built per length:
-    building one indexes its character set, a cost per environment that a runner making an
-    environment per episode paid thousands of times. The copy shares only that read-only
-    index; its random generator is its own (made when first seeded or sampled)."""
-    prototype = _TEXT_SPACES.get(max_length)
-    if prototype is None:
-        prototype = _TEXT_SPACES[max_length] = spaces.Text(
-            max_length=max_length, min_length=0, charset=string.printable)
-    return copy.copy(prototype)
+    """``Text(max_length, charset=string.printable)`` (a shared prototype's copy)."""
+    return cast(spaces.Text, _shared_space(("text", max_length), lambda: spaces.Text(
+        max_length=max_length, min_length=0, charset=string.printable)))
+
+
+def _box_space(low: float, high: float, shape: tuple[int, ...], dtype: type) -> spaces.Box:
+    """``Box(low, high, shape, dtype)`` (a shared prototype's copy)."""
+    return cast(spaces.Box, _shared_space(("box", low, high, shape, np.dtype(dtype).str),
+                                          lambda: spaces.Box(low, high, shape, dtype)))
 _OUTSIDE_CHARSET = re.compile(f"[^{re.escape(string.printable)}]")  # one C scan per text
 #: termination reasons reported in the final ``info``
 TERMINATION_REASONS = ("submitted", "step_budget", "wall_time", "aborted", "replay_end")
@@ -439,8 +455,8 @@ class HeuresisEnv(gym.Env):
             self.action_space = _text_space(MAX_ACTION_CHARS)
             self.observation_space = spaces.Dict({
                 "text": _text_space(MAX_OBSERVATION_CHARS),
-                "working_graph": spaces.Box(0, 3, (self.d, self.d), np.int8),
-                "budget_left": spaces.Box(0.0, float(self.max_steps), (1,), np.float32),
+                "working_graph": _box_space(0, 3, (self.d, self.d), np.int8),
+                "budget_left": _box_space(0.0, float(self.max_steps), (1,), np.float32),
                 "last_error": _text_space(MAX_OBSERVATION_CHARS),
             })
         self._state: EpisodeState | None = None

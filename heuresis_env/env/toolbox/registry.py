@@ -426,6 +426,11 @@ def _describe_validation(tool: Tool, exc: ValidationError) -> str:
             f"Usage: {tool.signature()}")
 
 
+def _offered(toolbox: str, guided: bool, task: str) -> list[str]:
+    """The offered tools' names, for an error message (built only when one is needed)."""
+    return [t.name for t in available_tools(toolbox, guided, task)]
+
+
 def parse_action(action: Any, toolbox: str = "full", guided: bool = False,
                  task: str = "graph") -> ParsedAction:
     """Validate an action against the registry; raises :class:`ActionError` and nothing else."""
@@ -437,13 +442,14 @@ def parse_action(action: Any, toolbox: str = "full", guided: bool = False,
         name = decoded.get("tool")
         if not isinstance(name, str):
             raise ActionError(f"the action needs a string 'tool'; {_ACTION_FORM}")
-        offered = [t.name for t in available_tools(toolbox, guided, task)]
+        check_configuration(toolbox, guided, task)
         tool = TOOLS.get(name)
         if tool is None:
-            raise ActionError(str(UnknownNameError("tool", name[:MAX_NAME_CHARS], offered)))
+            raise ActionError(str(UnknownNameError("tool", name[:MAX_NAME_CHARS],
+                                                   _offered(toolbox, guided, task))))
         reason = tool.unavailable_reason(toolbox, bool(guided), task)
         if reason is not None:
-            raise ActionError(f"{reason}. Tools: {', '.join(offered)}")
+            raise ActionError(f"{reason}. Tools: {', '.join(_offered(toolbox, guided, task))}")
         args = decoded.get("args", {})
         if args is None:
             args = {}

@@ -1,6 +1,7 @@
 """PC-KCI against causal-learn's ``pc(X, 0.05, "kci")`` on many instances, in the same run.
 
-For each instance (``--per-family`` dev instances of every family, d = 10, n = ``--n``):
+For each instance (``--per-family`` instances of every family from ``--split``, d = 10,
+n = ``--n``):
 causal-learn's PC with its KCI (p-values recorded by wrapping ``KCI.__call__``), then our
 ``pc`` with our KCI (no disk cache, a fresh object: cold). Printed per instance: both times,
 their ratio, numbers of distinct tests, skeleton equality and max |Δp| over the tests both
@@ -14,6 +15,9 @@ shared machine oversubscribes the cores and times become noise).
     python benchmarks/bench_pc_kci.py [--per-family 2] [--n 600] [--families lg,wild]
     python benchmarks/bench_pc_kci.py --ours-only      # skip causal-learn (quick)
     python benchmarks/bench_pc_kci.py --reference-budget 1800  # causal-learn while time lasts
+    python benchmarks/bench_pc_kci.py --split test --families wild --per-family 1
+        # the test split's first instances, as ``heuresis demo --count 1`` plays them (the
+        # public test split: no salt, unless $HEURESIS_TEST_SALT is set)
 
 With ``--reference-budget SECONDS``, causal-learn is run only while its accumulated wall time is
 under the budget (the instances are interleaved across families so that a cut-off keeps every
@@ -30,10 +34,11 @@ import time
 import numpy as np
 
 
-def instance_data(family: str, index: int, n: int, d: int = 10) -> np.ndarray:
+def instance_data(family: str, index: int, n: int, d: int = 10, split: str = "dev"
+                  ) -> np.ndarray:
     from heuresis_env.generation.instances import InstanceKey, generate_instance
 
-    return np.array(generate_instance(InstanceKey(family, "dev", index, d=d, n=n)).X)
+    return np.array(generate_instance(InstanceKey(family, split, index, d=d, n=n)).X)
 
 
 def run_causal_learn(data: np.ndarray, alpha: float) -> tuple[float, np.ndarray, dict]:
@@ -97,6 +102,9 @@ def main() -> None:
     parser.add_argument("--per-family", type=int, default=2)
     parser.add_argument("--n", type=int, default=600)
     parser.add_argument("--families", default="all")
+    parser.add_argument("--split", choices=("dev", "test"), default="dev",
+                        help="the instances' split (test: the public one unless "
+                             "$HEURESIS_TEST_SALT is set)")
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--blas-threads", type=int, default=1)
     parser.add_argument("--ours-only", action="store_true", help="skip causal-learn")
@@ -117,7 +125,9 @@ def main() -> None:
         from threadpoolctl import threadpool_limits
 
         limits = threadpool_limits(limits=args.blas_threads)
-    print(f"PC-KCI (α = {args.alpha}), dev instances, d = 10, n = {args.n}; BLAS threads: "
+    salted = args.split == "test" and bool(os.environ.get("HEURESIS_TEST_SALT"))
+    print(f"PC-KCI (α = {args.alpha}), {args.split} instances{' (salted)' if salted else ''}, "
+          f"d = 10, n = {args.n}; BLAS threads: "
           f"{args.blas_threads or 'default'}; load average {os.getloadavg()[0]:.1f} at start")
     print("seconds: wall / CPU of this process (CPU time is what a loaded machine distorts least)")
     print(f"{'instance':<12} {'causal-learn s':>15} {'ours s':>12} {'ratio wall/CPU':>15} "
@@ -126,7 +136,7 @@ def main() -> None:
     reference_spent = 0.0
     with limits:
         for index, family in ((i, f) for i in range(args.per_family) for f in families):
-            data = instance_data(family, index, args.n)
+            data = instance_data(family, index, args.n, split=args.split)
             with_reference = not args.ours_only and (
                 args.reference_budget is None or reference_spent < args.reference_budget)
             row = compare_on(data, args.alpha, reference=with_reference)

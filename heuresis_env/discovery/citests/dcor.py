@@ -32,7 +32,6 @@ from collections.abc import Iterable
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.spatial.distance import pdist, squareform
 from scipy.special import chdtrc
 
 from heuresis_env.cache import MemoCache
@@ -57,6 +56,8 @@ def _centered_distances(values: np.ndarray) -> tuple[np.ndarray, float]:
         distances = np.subtract.outer(column, column)
         np.abs(distances, out=distances)
     else:
+        from scipy.spatial.distance import pdist, squareform  # here: 0.1–0.3 s to import
+
         distances = squareform(pdist(values, "euclidean"))
     row_means = distances.mean(axis=0)
     grand_mean = float(row_means.mean())
@@ -344,6 +345,8 @@ class DistanceCorrelation(CITest):
         key = ("eigen", s)
         cached = self._matrices.get(key)
         if cached is None:
+            from scipy.spatial.distance import pdist, squareform
+
             points = self.standardized[:, list(s)]
             distances = pdist(points, "sqeuclidean")
             positive = distances[distances > 0]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 from pydantic import Field
-from scipy import stats
 
 from heuresis_env.env.toolbox.registry import (
     NoArgs,
@@ -37,6 +36,8 @@ class CITestArgs(ToolArgs):
 
 
 def _describe_data(state: EpisodeState, args: NoArgs) -> ToolResult:
+    from scipy import stats  # here: scipy.stats costs 0.1–0.3 s to import, in every process
+
     data = state.data
     n, d = data.shape
     skewness = stats.skew(data, axis=0)

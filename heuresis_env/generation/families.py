@@ -19,7 +19,14 @@ from typing import Any
 import numpy as np
 
 from heuresis_env.errors import HeuresisError, UnknownNameError
-from heuresis_env.generation.scm import SCM, NodeMechanism, get_mechanism_kind, sample_dag
+from heuresis_env.generation.scm import (
+    MECHANISM_KINDS,
+    NOISE_SAMPLERS,
+    SCM,
+    NodeMechanism,
+    get_mechanism_kind,
+    sample_dag,
+)
 from heuresis_env.generation.structures import (
     BNLEARN_NETWORKS,
     Structure,
@@ -241,6 +248,21 @@ for _network in BNLEARN_NETWORKS:
         f"the BNLearn '{_network}' DAG, anonymized, with the lg family's linear-Gaussian "
         "mechanisms: Σ w X + σ ε, w ~ ±U[0.5, 2], σ ~ U[0.5, 2]",
         FAMILIES["lg"].root, FAMILIES["lg"].mechanisms, bnlearn_structure(_network)))
+
+#: the package's own families, mechanism kinds and noise distributions, as first registered
+_BUILT_IN = (dict(FAMILIES), dict(MECHANISM_KINDS), dict(NOISE_SAMPLERS))
+
+
+def built_in_family(name: str) -> bool:
+    """Whether ``name`` is one of the package's families, unchanged: its spec, and every
+    mechanism kind and noise distribution of the package, are the objects registered when
+    the package loaded. Code outside the package decides what a replaced or added one draws,
+    so only these are fixed by the package's source (what the disk cache of generated
+    instances is keyed by)."""
+    families, kinds, noises = _BUILT_IN
+    return (name in families and FAMILIES.get(name) is families[name]
+            and all(MECHANISM_KINDS.get(k) is v for k, v in kinds.items())
+            and all(NOISE_SAMPLERS.get(k) is v for k, v in noises.items()))
 
 
 def sample_scm(family: str | FamilySpec, d: int, rng: np.random.Generator,

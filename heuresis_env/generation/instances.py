@@ -38,7 +38,13 @@ from heuresis_env.cache import MemoCache, cache_disabled, cache_root, stable_has
 from heuresis_env.data import data_sha256
 from heuresis_env.errors import HeuresisError, InstanceFormatError, UnknownNameError
 from heuresis_env.files import atomic_write_bytes, output_directory
-from heuresis_env.generation.families import FAMILIES, FAMILY_NAME_PATTERN, get_family, sample_scm
+from heuresis_env.generation.families import (
+    FAMILIES,
+    FAMILY_NAME_PATTERN,
+    built_in_family,
+    get_family,
+    sample_scm,
+)
 from heuresis_env.generation.scm import GRAPH_MODELS, SCM, calibrate_scm, standardize_columns
 from heuresis_env.graphs import Graph, GraphType, cpdag_from_dag
 
@@ -458,10 +464,13 @@ def stored_instance(key: InstanceKey, salt: str | None = None) -> Instance:
     fails is generated again and replaced.
 
     Never on disk: an instance sealed by a salt (its truth exists only in the memory of the
-    processes that generate it), a data table (its own file is the source), and anything
-    while ``$HEURESIS_NO_CACHE`` is set.
+    processes that generate it), a data table (its own file is the source), a family that is
+    not the package's own unchanged (:func:`~heuresis_env.generation.families.built_in_family`:
+    a registered family, or a replaced mechanism kind, is code the fingerprint does not
+    cover), and anything while ``$HEURESIS_NO_CACHE`` is set.
     """
-    if (key.family in _SOURCES or resolve_salt(key.split, salt) is not None
+    if (key.family in _SOURCES or not built_in_family(key.family)
+            or resolve_salt(key.split, salt) is not None
             or cache_disabled() or key.generator_version != GENERATOR_VERSION):
         return generate_instance(key, salt)
     stem = cache_root() / INSTANCE_CACHE / generator_fingerprint()[:20] / key.slug

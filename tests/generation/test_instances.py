@@ -543,3 +543,35 @@ def test_the_fingerprint_covers_the_generating_modules():
     assert {"generation/instances.py", "generation/scm.py", "generation/families.py",
             "generation/portable.py", "graphs.py"} <= covered
     assert len(instances.generator_fingerprint()) == 64
+
+
+def test_only_the_package_s_own_unchanged_families_are_stored(own_cache):
+    import dataclasses
+
+    from heuresis_env.generation.families import FAMILIES, built_in_family, register_family
+    from heuresis_env.generation.instances import stored_instance
+    from heuresis_env.generation.scm import MECHANISM_KINDS, register_mechanism_kind
+
+    assert built_in_family("wild") and built_in_family("bnlearn-asia")
+    assert not built_in_family("no-such-family")
+    # a family registered by the user: its mechanisms are not the package's to fingerprint
+    register_family("user_chain", {"description": "user's", "root": {"kind": "root_gaussian"},
+                                   "mechanisms": [{"kind": "linear"}]})
+    try:
+        assert not built_in_family("user_chain")
+        stored_instance(InstanceKey("user_chain", "dev", 0, n=100))
+        assert _cached_files(own_cache) == []
+    finally:
+        FAMILIES.pop("user_chain")
+    # a built-in mechanism kind replaced (the same name, another object): no family is stored
+    original = MECHANISM_KINDS["linear"]
+    register_mechanism_kind(dataclasses.replace(original))
+    try:
+        assert not built_in_family("lg")
+        stored_instance(InstanceKey("lg", "dev", 0, n=100))
+        assert _cached_files(own_cache) == []
+    finally:
+        MECHANISM_KINDS["linear"] = original
+    assert built_in_family("lg")
+    stored_instance(InstanceKey("lg", "dev", 0, n=100))
+    assert len(_cached_files(own_cache)) == 2

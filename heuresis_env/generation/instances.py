@@ -21,6 +21,7 @@ whenever a change to this pipeline changes any instance.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -438,21 +439,20 @@ INSTANCE_CACHE = "instances"
 #: what the generator's output depends on besides the key: the modules that generate, and
 #: the libraries whose arithmetic they call
 _GENERATOR_SOURCES = ("generation/*.py", "graphs.py", "data.py", "cache.py")
-_fingerprint: list[str] = []
 
 
+@functools.cache
 def generator_fingerprint() -> str:
-    """A digest of the generator's source files and numpy's version: the disk cache of
-    generated instances is kept per fingerprint, so a change to the generating code (even
-    one that forgot to bump :data:`GENERATOR_VERSION`) is never served an earlier instance."""
-    if not _fingerprint:
-        package = Path(__file__).resolve().parent.parent
-        digest = hashlib.sha256(f"{GENERATOR_VERSION}\0numpy {np.__version__}".encode())
-        for path in sorted(p for pattern in _GENERATOR_SOURCES for p in package.glob(pattern)):
-            digest.update(f"\0{path.relative_to(package).as_posix()}\0".encode())
-            digest.update(path.read_bytes())
-        _fingerprint.append(digest.hexdigest())
-    return _fingerprint[0]
+    """A digest of the generator's source files and numpy's version (once per process): the
+    disk cache of generated instances is kept per fingerprint, so a change to the generating
+    code (even one that forgot to bump :data:`GENERATOR_VERSION`) is never served an earlier
+    instance."""
+    package = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256(f"{GENERATOR_VERSION}\0numpy {np.__version__}".encode())
+    for path in sorted(p for pattern in _GENERATOR_SOURCES for p in package.glob(pattern)):
+        digest.update(f"\0{path.relative_to(package).as_posix()}\0".encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def stored_instance(key: InstanceKey, salt: str | None = None) -> Instance:
@@ -469,7 +469,7 @@ def stored_instance(key: InstanceKey, salt: str | None = None) -> Instance:
     a registered family, or a replaced mechanism kind, is code the fingerprint does not
     cover), and anything while ``$HEURESIS_NO_CACHE`` is set.
     """
-    if (key.family in _SOURCES or not built_in_family(key.family)
+    if (not built_in_family(key.family)  # a data table's name is never a built-in family
             or resolve_salt(key.split, salt) is not None
             or cache_disabled() or key.generator_version != GENERATOR_VERSION):
         return generate_instance(key, salt)

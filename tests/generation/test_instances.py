@@ -525,7 +525,7 @@ def test_no_cache_and_a_new_generator_skip_the_stored_files(own_cache, monkeypat
     instances.stored_instance(key)
     assert len(_cached_files(own_cache)) == 2
     # an edited generator has another fingerprint: the earlier files are not read
-    monkeypatch.setattr(instances, "_fingerprint", ["0" * 64])
+    monkeypatch.setattr(instances, "generator_fingerprint", lambda: "0" * 64)
     calls = []
     real = instances.generate_instance
     monkeypatch.setattr(instances, "generate_instance",

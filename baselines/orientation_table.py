@@ -41,6 +41,7 @@ from heuresis_env.generation import (
     SPLIT_SIZES,
     InstanceKey,
     available_families,
+    default_count,
     generate_instance,
 )
 from heuresis_env.graphs import Graph, has_directed_cycle
@@ -179,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="also write the results as JSON")
     args = parser.parse_args(argv)
     families = list(available_families()) if args.family == "all" else [args.family]
-    count = SPLIT_SIZES[args.split] if args.count is None else args.count
+    count = default_count(families[0], args.split, args.count)
     started = time.perf_counter()
 
     if args.guided_starts:

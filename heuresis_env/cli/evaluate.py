@@ -39,9 +39,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --dataset: rename the columns X1..Xd in random order")
     parser.add_argument("--no-standardize", action="store_true",
                         help="with --dataset: keep the values as given (default: standardize)")
-    parser.add_argument("--split", choices=["dev", "test"], default="test",
+    parser.add_argument("--split", choices=["dev", "test", "train"], default="test",
                         help="instances of the dev (0-99) or test (0-31) split (default test; "
-                             "sealed by $HEURESIS_TEST_SALT when it is set)")
+                             "sealed by $HEURESIS_TEST_SALT when it is set), or of the train "
+                             "stream (give --count)")
     parser.add_argument("--count", type=int, default=None,
                         help="the first COUNT instances of each family (default: the split); "
                              "with --task qa the first COUNT questions of each family's set")

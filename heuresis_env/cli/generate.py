@@ -9,6 +9,7 @@ from heuresis_env.files import output_directory
 from heuresis_env.generation.families import expand_families
 from heuresis_env.generation.instances import (
     SPLIT_SIZES,
+    STREAM_SPLITS,
     InstanceKey,
     generate_instance,
     resolve_salt,
@@ -25,11 +26,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a family name (lg, anm, hetero, wild, mixed, gauntlet, bnlearn-alarm, "
                              "or any registered one), several joined by commas, 'all' (the "
                              "six benchmark families) or 'bnlearn' (the seven BNLearn structures)")
-    parser.add_argument("--split", required=True, choices=["dev", "test"],
-                        help="dev (indices 0-99) or test (0-31); the test split is sealed by "
-                             "the secret in $HEURESIS_TEST_SALT when it is set")
+    parser.add_argument("--split", required=True, choices=list(SPLIT_SIZES),
+                        help="dev (indices 0-99), test (0-31; sealed by the secret in "
+                             "$HEURESIS_TEST_SALT when it is set) or train (an unbounded stream "
+                             "for learned policies, disjoint from dev and every test salt: "
+                             "give --count)")
     parser.add_argument("--count", type=int, default=None,
-                        help="generate only the first COUNT instances (default: the whole split)")
+                        help="generate only the first COUNT instances (default: the whole split; "
+                             "required for train)")
+    parser.add_argument("--start", type=int, default=0,
+                        help="first index (default 0): indices START .. START+COUNT-1")
     parser.add_argument("--d", type=int, default=None,
                         help="variables per instance (default 10; a fixed structure's own)")
     parser.add_argument("--n", type=int, default=None, help="rows per instance (default 600)")
@@ -70,12 +76,19 @@ def run(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
     families = expand_families(args.family)
-    count = SPLIT_SIZES[args.split] if args.count is None else args.count
-    if not 0 <= count <= SPLIT_SIZES[args.split]:
-        raise HeuresisError(f"--count must be in 0..{SPLIT_SIZES[args.split]} for the "
-                            f"{args.split} split, got {count}")
+    size = SPLIT_SIZES[args.split]
+    if args.count is None and args.split in STREAM_SPLITS:
+        raise HeuresisError(f"the {args.split} split is an unbounded stream: give --count")
+    if not 0 <= args.start < size:
+        raise HeuresisError(f"--start must be in 0..{size - 1} for the {args.split} split, "
+                            f"got {args.start}")
+    count = size - args.start if args.count is None else args.count
+    if not 0 <= count <= size - args.start:
+        raise HeuresisError(f"--count must be in 0..{size - args.start} for the {args.split} "
+                            f"split from index {args.start}, got {count}")
     keys = {family: [InstanceKey(family, args.split, i, d=args.d, n=args.n,
-                                 graph_model=args.graph) for i in range(count)]
+                                 graph_model=args.graph)
+                     for i in range(args.start, args.start + count)]
             for family in families}
     sealed = resolve_salt(args.split) is not None
     output_directory(args.out, "output directory")  # a bad --out fails before any work

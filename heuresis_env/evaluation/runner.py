@@ -63,6 +63,7 @@ from heuresis_env.generation.datasets import register_dataset
 from heuresis_env.generation.families import FAMILY_GROUPS, available_families, expand_families
 from heuresis_env.generation.instances import (
     SPLIT_SIZES,
+    STREAM_SPLITS,
     InstanceKey,
     available_sources,
     get_source,
@@ -361,6 +362,9 @@ def _prepare(policy_spec: str, families: str | Iterable[str] = "all", split: str
                                  *(os.path.realpath(t["graph"]) for t in table_details
                                    if t.get("graph"))))
     if task == "graph":
+        if count is None and split in STREAM_SPLITS:
+            raise HeuresisError(f"the {split} split is an unbounded stream of instances: "
+                                f"give a count")
         count = size if count is None else _check_int("count", count, 1, size)
         keys = [InstanceKey(family, split, index, d=d, n=n) for family in chosen
                 for index in range(min(count, split_size(family, split)))]

@@ -53,8 +53,15 @@ from heuresis_env.graphs import Graph, GraphType, cpdag_from_dag
 GENERATOR_VERSION = "1"
 #: Version of the saved-instance format (JSON + NPZ pair) and of the split manifest.
 FORMAT_VERSION = 1
-#: Number of instances per split; indices run 0 .. size − 1.
-SPLIT_SIZES: dict[str, int] = {"dev": 100, "test": 32}
+#: Size of the train split: an unbounded stream in practice (indices 0 .. 2³¹ − 1, far more
+#: instances than any training run reads); a run or a command on it names its count.
+TRAIN_SPLIT_SIZE = 2**31
+#: Number of instances per split; indices run 0 .. size − 1. ``dev`` (selection, design,
+#: training), ``test`` (evaluation only; sealed by a salt), ``train`` (a stream for learned
+#: policies and amortized models, from seeds disjoint from dev's and from every test salt's).
+SPLIT_SIZES: dict[str, int] = {"dev": 100, "test": 32, "train": TRAIN_SPLIT_SIZE}
+#: splits whose size is a bound, not a default count: a count must be given
+STREAM_SPLITS = ("train",)
 #: Environment variable holding the secret salt that seals the test split.
 TEST_SALT_ENV = "HEURESIS_TEST_SALT"
 #: Smallest number of rows accepted (the generator is meant for n ≥ 50; below 10 the
@@ -116,6 +123,21 @@ def split_size(family: str, split: str) -> int:
     if split not in SPLIT_SIZES:
         raise UnknownNameError("split", split, SPLIT_SIZES)
     return 1 if family in _SOURCES else SPLIT_SIZES[split]
+
+
+def default_count(family: str, split: str, count: int | None) -> int:
+    """``count`` checked against the split (0 .. its size), or the whole split when None — which
+    a stream split (``train``) refuses: it has no whole to take."""
+    size = split_size(family, split)
+    if count is None:
+        if split in STREAM_SPLITS and size > 1:
+            raise HeuresisError(f"the {split} split is an unbounded stream of instances: give a "
+                                f"count (e.g. --count 1000)")
+        return size
+    if not _is_int(count) or not 0 <= count <= size:
+        raise HeuresisError(f"count for the {split} split must be an integer in 0..{size}, "
+                            f"got {count!r}")
+    return int(count)
 
 
 def _resolve_size(family: str, d: int | None, n: int | None, graph_model: str | None
@@ -499,14 +521,11 @@ def cached_instance(key: InstanceKey, salt: str | None = None) -> Instance:
 def generate_split(family: str, split: str, count: int | None = None, d: int | None = None,
                    n: int | None = None, salt: str | None = None, progress: bool = False,
                    graph_model: str | None = None) -> list[Instance]:
-    """The first ``count`` instances of a split (default: all of ``SPLIT_SIZES[split]``)."""
+    """The first ``count`` instances of a split (default: all of ``SPLIT_SIZES[split]``; the
+    ``train`` stream needs a count)."""
     if family not in _SOURCES:
         get_family(family)
-    size = split_size(family, split)
-    count = size if count is None else count
-    if not _is_int(count) or not 0 <= count <= size:
-        raise HeuresisError(f"count for the {split} split must be an integer in 0..{size}, "
-                            f"got {count!r}")
+    count = default_count(family, split, count)
     keys = [InstanceKey(family, split, i, d=d, n=n, graph_model=graph_model)
             for i in range(count)]
     from tqdm.auto import tqdm
@@ -657,7 +676,8 @@ def split_directory(root: str | os.PathLike, family: str, split: str) -> Path:
 
 
 __all__: Sequence[str] = (
-    "FORMAT_VERSION", "GENERATOR_VERSION", "SPLIT_SIZES", "HiddenRecord", "Instance",
+    "FORMAT_VERSION", "GENERATOR_VERSION", "SPLIT_SIZES", "STREAM_SPLITS", "TRAIN_SPLIT_SIZE",
+    "default_count", "HiddenRecord", "Instance",
     "InstanceKey", "InstanceSource", "NoGroundTruthError", "NoSCMError", "available_sources",
     "get_source", "register_source", "split_size", "generate_instance", "generate_split",
     "instance_rngs", "key_seed_sequence", "salted_seed_sequence", "cached_instance",

@@ -250,7 +250,7 @@ def test_bad_input_names_the_valid_range():
     with pytest.raises(HeuresisError, match=r"0\.\.31"):
         InstanceKey("lg", "test", 1.5)
     with pytest.raises(UnknownNameError, match="dev"):
-        InstanceKey("lg", "train", 0)
+        InstanceKey("lg", "validation", 0)
     with pytest.raises(UnknownNameError, match="ba"):
         InstanceKey("lg", "dev", 0, graph_model="sf")
     with pytest.raises(HeuresisError, match=r"0\.\.32"):

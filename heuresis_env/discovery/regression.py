@@ -72,31 +72,58 @@ def _ridge_gcv(features: np.ndarray, target: np.ndarray, test: np.ndarray
     Features and target are centred on the training rows (an unpenalised intercept).
     Returns (test predictions, training noise variance).
     """
-    rows = features.shape[0]
     mean_x, mean_y = features.mean(axis=0), target.mean()
     centred, centred_y = features - mean_x, target - mean_y
-    # the SVD centred = U S Vᵀ from the small Gram matrix: Vᵀ Fᵀ y = S Uᵀ y
-    squared, vectors = np.linalg.eigh(centred.T @ centred)
-    keep = squared > 1e-10 * max(float(squared[-1]), 1e-300)
-    squared, vectors = squared[keep], vectors[:, keep]
-    singular = np.sqrt(squared)
-    vt = vectors.T
-    projected = (vt @ (centred.T @ centred_y)) / singular
-    outside = float(centred_y @ centred_y - projected @ projected)  # part no penalty can fit
-    best = None
-    for penalty in PENALTIES:
-        shrink = squared / (squared + penalty)
-        residual_sum = float(np.sum(((1 - shrink) * projected) ** 2)) + max(outside, 0.0)
-        dof = float(shrink.sum())
-        score = rows * residual_sum / max(rows - dof, 1.0) ** 2
-        if best is None or score < best[0]:
-            best = (score, penalty, residual_sum, dof)
-    assert best is not None  # the penalty grid is never empty
-    _, penalty, residual_sum, dof = best
-    coefficients = vt.T @ (singular / (squared + penalty) * projected)
-    predictions = (test - mean_x) @ coefficients + mean_y
-    variance = residual_sum / max(rows - dof - 1.0, 1.0)
-    return predictions, max(variance, 1e-8)
+    fit = _GCVFit.solve(centred.T @ centred, centred.T @ centred_y,
+                        float(centred_y @ centred_y), features.shape[0])
+    predictions = (test - mean_x) @ fit.coefficients() + mean_y
+    return predictions, fit.noise_variance
+
+
+def ridge_gcv_noise_variance(gram: np.ndarray, cross: np.ndarray, total: float,
+                             rows: int) -> float:
+    """The training noise variance, RSS / (rows − effective degrees of freedom − 1), of the
+    GCV-best ridge fit of a centred target on centred features, from the features' Gram
+    matrix ``gram`` = FᵀF, ``cross`` = Fᵀy and ``total`` = yᵀy (no rows needed: fits on
+    sub-blocks of one design reuse its Gram matrix)."""
+    return _GCVFit.solve(np.asarray(gram, dtype=np.float64), np.asarray(cross, dtype=np.float64),
+                         float(total), int(rows)).noise_variance
+
+
+@dataclass(frozen=True)
+class _GCVFit:
+    """A ridge fit at the penalty of :data:`PENALTIES` with the smallest GCV score, solved
+    from the Gram matrix's eigendecomposition (FᵀF = V S² Vᵀ, so Vᵀ Fᵀ y = S Uᵀ y)."""
+
+    vectors: np.ndarray
+    squared: np.ndarray
+    projected: np.ndarray
+    penalty: float
+    noise_variance: float
+
+    @classmethod
+    def solve(cls, gram: np.ndarray, cross: np.ndarray, total: float, rows: int) -> _GCVFit:
+        squared, vectors = np.linalg.eigh(gram)
+        keep = squared > 1e-10 * max(float(squared[-1]), 1e-300)
+        squared, vectors = squared[keep], vectors[:, keep]
+        projected = (vectors.T @ cross) / np.sqrt(squared)
+        outside = float(total - projected @ projected)  # the part no penalty can fit
+        best = None
+        for penalty in PENALTIES:
+            shrink = squared / (squared + penalty)
+            residual_sum = float(np.sum(((1 - shrink) * projected) ** 2)) + max(outside, 0.0)
+            dof = float(shrink.sum())
+            score = rows * residual_sum / max(rows - dof, 1.0) ** 2
+            if best is None or score < best[0]:
+                best = (score, penalty, residual_sum, dof)
+        assert best is not None  # the penalty grid is never empty
+        _, penalty, residual_sum, dof = best
+        variance = max(residual_sum / max(rows - dof - 1.0, 1.0), 1e-8)
+        return cls(vectors, squared, projected, penalty, variance)
+
+    def coefficients(self) -> np.ndarray:
+        return self.vectors @ (np.sqrt(self.squared) / (self.squared + self.penalty)
+                               * self.projected)
 
 
 def normal_scores(data: np.ndarray) -> np.ndarray:

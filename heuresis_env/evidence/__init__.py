@@ -2,13 +2,26 @@
 
 The second stage of the data flow (instance → **evidence** → environment → policy → run →
 report): the guided start (PC-KCI's output and deletion log, :mod:`.start`), the RL view's
-pair features (:mod:`.pairs`), the repair table (:mod:`.repair`: per-pair features that can
+pair features (:mod:`.pairs`), the evidence grid (:mod:`.grid`: cheap features of every pair
+and variable, for models trained on thousands of instances), the repair table (:mod:`.repair`: per-pair features that can
 tell PC-KCI's wrong decisions from its right ones), bootstrap edge frequencies
 (:mod:`.bootstrap`), all stored once per instance by :mod:`.store` and served lazily by
 :class:`EvidenceProvider`.
 """
 
 from heuresis_env.evidence.bootstrap import bootstrap_edge_frequencies
+from heuresis_env.evidence.grid import (
+    GRID_ALGORITHMS,
+    GRID_EVIDENCE_VERSION,
+    GRID_NODE_FEATURE_NAMES,
+    GRID_NODE_FEATURES,
+    GRID_PAIR_FEATURE_NAMES,
+    GRID_PAIR_FEATURES,
+    EvidenceGrid,
+    GridFeature,
+    compute_evidence_grid,
+    evidence_grid,
+)
 from heuresis_env.evidence.pairs import (
     DCOR_MAX_ROWS,
     FEATURE_NAMES,
@@ -40,6 +53,9 @@ from heuresis_env.evidence.start import (
 from heuresis_env.evidence.store import EVIDENCE_VERSION, cached_evidence, clear_memory
 
 __all__ = [
+    "GRID_ALGORITHMS", "GRID_EVIDENCE_VERSION", "GRID_NODE_FEATURES", "GRID_NODE_FEATURE_NAMES",
+    "GRID_PAIR_FEATURES", "GRID_PAIR_FEATURE_NAMES", "EvidenceGrid", "GridFeature",
+    "compute_evidence_grid", "evidence_grid",
     "ALPHA", "DCOR_MAX_ROWS", "DEFAULT_ALGORITHMS", "EVIDENCE_VERSION", "FEATURE_NAMES", "REFERENCE_ALGORITHMS",
     "REPAIR_EVIDENCE_VERSION", "REPAIR_FEATURES", "REPAIR_FEATURE_NAMES",
     "STABILITY_BOOTSTRAPS", "EvidenceProvider", "GuidedStart", "PairEvidence",

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from heuresis_env.evidence.grid import EvidenceGrid, evidence_grid
 from heuresis_env.evidence.pairs import PairEvidence, pair_evidence
 from heuresis_env.evidence.repair import RepairEvidence, repair_evidence
 from heuresis_env.evidence.start import GuidedStart, guided_start
@@ -24,6 +25,9 @@ class EvidenceProvider:
 
     def pair_evidence(self) -> PairEvidence:
         return pair_evidence(self._data, self.names, self.sha256)
+
+    def evidence_grid(self) -> EvidenceGrid:
+        return evidence_grid(self._data, self.names, self.sha256)
 
     def repair_evidence(self) -> RepairEvidence:
         return repair_evidence(self._data, self.names, self.sha256)

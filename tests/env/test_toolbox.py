@@ -92,7 +92,8 @@ def test_toolbox_levels_follow_the_spec():
     full = {t.name for t in toolbox.available_tools("full", False)}
     minimal = {t.name for t in toolbox.available_tools("minimal", False)}
     guided = {t.name for t in toolbox.available_tools("full", True)}
-    assert full - minimal == {"run_code", "stability", "orientation_probe"}
+    # the evidence grid (issue 34) is no minimal tool: it runs PC-KCI and three searches
+    assert full - minimal == {"run_code", "stability", "orientation_probe", "evidence_grid"}
     # the guided condition adds the deletion log and (full toolbox) the repair table of
     # PC-KCI's output (issue 12: the table the RL view's observation layout 2 carries)
     assert guided - full == {"deletion_log", "repair_evidence"}
@@ -244,6 +245,7 @@ def _tool_actions(names: tuple[str, ...]) -> list[dict]:
         {"tool": "orientation_probe", "args": {"x": x, "y": y}},
         {"tool": "deletion_log"},
         {"tool": "repair_evidence", "args": {"which": "deleted"}},
+        {"tool": "evidence_grid"},
         {"tool": "show_graph"},
         {"tool": "add_edge", "args": {"x": x, "y": y}},
         {"tool": "add_edge", "args": {"x": y, "y": z, "directed": False}},

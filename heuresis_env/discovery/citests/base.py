@@ -166,6 +166,11 @@ class CITest(ABC):
     def p_value(self, x: int, y: int, conditioning_set: Iterable[int] = ()) -> float:
         return self.test(x, y, conditioning_set).p_value
 
+    def results(self) -> list[CIResult]:
+        """Every result this test object has answered (or read back from its disk cache) in
+        this process, in the order first asked."""
+        return list(self._memory.values())
+
     @property
     def n_cached(self) -> int:
         return len(self._memory)

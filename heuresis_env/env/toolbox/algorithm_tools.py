@@ -245,6 +245,27 @@ def _repair_evidence(state: EpisodeState, args: RepairEvidenceArgs) -> ToolResul
     return ToolResult(text="\n".join(legend), data={"rows": rows, "settings": table.settings})
 
 
+def _evidence_grid(state: EpisodeState, args: NoArgs) -> ToolResult:
+    grid = state.require_evidence().evidence_grid()
+    legend = [
+        "Evidence grid: cheap evidence about every pair and variable, from the data alone "
+        "(what amortized models read). |r|: absolute Pearson correlation; pcor / rpcor: "
+        "absolute partial correlation given every other column, on the data / on its normal "
+        "scores; lp*: -log10 of a p-value (large = dependent): lpFz0 Fisher-z at the empty "
+        "set, lpFz2 / lpRk2 the largest Fisher-z p over every set of at most two others (data / "
+        "normal scores); pcFz, pcKci: PC with Fisher-z / KCI keeps the pair (alpha "
+        f"{grid.settings.get('alpha')}); lvl, lpDel: the size of PC-KCI's deleting set and its "
+        "p-value; lpKci0: KCI at the empty set; lpKciMx: the largest KCI p over the sets PC "
+        "tested; boss, grasp, ges: the score-based search keeps the pair; gAlone, gAll, gNbr: "
+        "Gaussian log-likelihood gain (nats per row) of adding the first variable to the "
+        "second's additive regression (->) and the reverse (<-), given nothing, every other "
+        "variable, or the target's PC-KCI neighbours. Variables: linear and nonlinear R^2 from "
+        "all others, skewness, excess kurtosis, degrees in PC-KCI's and PC-Fisher-z's output.",
+        "", grid.table_text()]
+    return ToolResult(text="\n".join(legend), data={
+        "rows": grid.rows(), "nodes": grid.node_rows(), "settings": grid.settings})
+
+
 register_tool(Tool(
     name="run_algorithm",
     description="Run a reference causal-discovery algorithm (PC with Fisher-z or KCI, GES, "
@@ -269,6 +290,13 @@ register_tool(Tool(
     description="The deletion log of PC-KCI, whose output is the starting graph of a guided "
                 "episode: every deleted pair with its conditioning set, p-value and statistic.",
     args_model=NoArgs, run=_deletion_log, category="algorithm", guided_only=True))
+register_tool(Tool(
+    name="evidence_grid",
+    description="Cheap evidence about every pair and every variable at once, from the data "
+                "alone: correlations and partial correlations, the largest Fisher-z p-value "
+                "over small conditioning sets, whether PC (Fisher-z, KCI), BOSS, GRaSP and GES "
+                "keep each pair, PC-KCI's deletions, and nonlinear regression gains both ways.",
+    args_model=NoArgs, run=_evidence_grid, category="algorithm", minimal=False))
 register_tool(Tool(
     name="repair_evidence",
     description="Per-pair evidence about PC-KCI's decisions (the starting graph of a guided "

@@ -53,7 +53,7 @@ from agents.learned_repair.evaluation import (
     summarize,
 )
 from agents.learned_repair.policy import LearnedRepairPolicy, load_learned_repair
-from agents.learned_repair.rule import adjacency_f1, expected_f1_selection
+from agents.learned_repair.rule import RepairPlan, adjacency_f1, expected_f1_selection, repair_plan
 from agents.learned_repair.training import grouped_out_of_fold, train_classifier
 
 __all__ = [
@@ -63,6 +63,7 @@ __all__ = [
     "MODEL_FEATURES",
     "MODEL_FILE",
     "REPORT_FILE",
+    "RepairPlan",
     "SHIPPED_MODEL_DIR",
     "InstanceOutcome",
     "LearnedRepairPolicy",
@@ -81,6 +82,7 @@ __all__ = [
     "load_learned_repair",
     "make_classifier",
     "repair_outcomes",
+    "repair_plan",
     "save_classifier",
     "summarize",
     "train_classifier",

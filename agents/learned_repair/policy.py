@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from agents.learned_repair.classifier import MODEL_FEATURES, RepairClassifier, load_classifier
-from agents.learned_repair.rule import expected_f1_selection
+from agents.learned_repair.rule import repair_plan
 from heuresis_env.errors import HeuresisError
 from heuresis_env.policy import Policy
 
@@ -60,22 +60,11 @@ class LearnedRepairPolicy(Policy):
         x = np.array([[np.nan if row[f] is None else row[f] for f in MODEL_FEATURES]
                       for row in rows], dtype=np.float64)
         q = self.model.probabilities(x, [self.family] * len(rows))
-        selected, f1_star, threshold = expected_f1_selection(q)
-        edits = []
-        for row, probability, chosen in zip(rows, q, selected, strict=True):
-            kept = bool(row["kept"])
-            x_name, y_name = row["pair"]
-            if chosen and not kept:
-                edits.append((abs(probability - threshold), {
-                    "tool": "add_edge", "args": {"x": x_name, "y": y_name, "directed": False}}))
-            elif kept and not chosen:
-                edits.append((abs(probability - threshold), {
-                    "tool": "remove_edge", "args": {"x": x_name, "y": y_name}}))
-            self.decisions.append({"pair": [x_name, y_name], "kept": kept,
-                                   "probability": float(probability), "selected": bool(chosen)})
-        self.expected_f1, self.threshold = f1_star, threshold
-        edits.sort(key=lambda item: -item[0])
-        return [edit for _, edit in edits]
+        plan = repair_plan([tuple(row["pair"]) for row in rows],
+                           [bool(row["kept"]) for row in rows], q)
+        self.decisions += plan.decisions
+        self.expected_f1, self.threshold = plan.expected_f1, plan.threshold
+        return plan.edits
 
     def transcript(self) -> list[dict[str, Any]] | None:
         return [{"decisions": self.decisions}]

@@ -14,7 +14,6 @@ from heuresis_env.data import data_sha256
 from heuresis_env.discovery import cached_run_algorithm, make_ci_test, pc
 from heuresis_env.evidence import (
     GRID_NODE_FEATURE_NAMES,
-    GRID_PAIR_FEATURE_NAMES,
     GRID_PAIR_FEATURES,
     EvidenceGrid,
     clear_memory,

@@ -400,8 +400,8 @@ def _compute(data: np.ndarray, names: tuple[str, ...], sha256: str,
         raise HeuresisError("PC-KCI rerun on the grid's KCI test differs from the guided "
                             "start (a stale evidence cache?)")
     tested: dict[tuple[int, int], list[float]] = {}
-    for result in kci.results():
-        tested.setdefault((result.x, result.y), []).append(result.p_value)
+    for answer in kci.results():
+        tested.setdefault((answer.x, answer.y), []).append(answer.p_value)
     kci_empty, kci_max, kci_count = (np.zeros((d, d)) for _ in range(3))
     for (i, j), values in tested.items():
         kci_empty[i, j] = kci_empty[j, i] = _log_p(kci.test(i, j, ()).p_value)

@@ -33,22 +33,23 @@ def test_demo_runs_policies_with_the_rl_policy_guided_and_prints_the_headline(tm
         # which tests/baselines covers)
         [sys.executable, "-m", "heuresis_env.cli", "demo", "--count", "1", "--n", "200",
          "--workers", "1", "--max-steps", "20", "--no-llm", "--out", str(out),
-         "--policies", "pc-kci,bca,oracle,router,rl"],
+         "--policies", "pc-kci,bca,oracle,router,rl,amortized,amortized-repair"],
         capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    for run in ("pc-kci", "bca", "oracle", "router", "rl"):
+    runs = ("pc-kci", "bca", "oracle", "router", "rl", "amortized", "amortized-repair")
+    for run in runs:
         config = json.loads((out / "runs" / run / "config.json").read_text())
         lines = (out / "runs" / run / "results.jsonl").read_text().splitlines()
         assert len(lines) == 6  # one instance of each family
-        assert config["settings"]["guided"] is (run == "rl")
+        assert config["settings"]["guided"] is (run in ("rl", "amortized-repair"))
         assert config["settings"]["max_steps"] == 20
     assert (out / "report" / "report.md").is_file() and (out / "report" / "report.html").is_file()
     assert "router" in proc.stdout and "rl" in proc.stdout
-    assert "5 policies × 6 families × 1 instances" in proc.stdout
+    assert "7 policies × 6 families × 1 instances" in proc.stdout
     # it ends by printing the trace viewer's path, and the report links into the viewer
     last = proc.stdout.strip().splitlines()[-1]
     assert last.startswith(f"viewer: {out / 'viewer' / 'index.html'} ")
-    assert len(list((out / "viewer" / "episodes").glob("*.js"))) == 5 * 6
+    assert len(list((out / "viewer" / "episodes").glob("*.js"))) == 7 * 6
     assert 'href="../viewer/index.html#' in (out / "report" / "report.html").read_text()
 
 

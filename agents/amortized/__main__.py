@@ -108,6 +108,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     data.add_argument("--count", type=int, required=True, help="instances per family")
     data.add_argument("--workers", type=int, default=1)
     data.add_argument("--shard-size", type=int, default=50)
+    data.add_argument("--backend", default="local", choices=("local", "ray"),
+                      help="local worker processes or Ray tasks (a local cluster, or --address)")
+    data.add_argument("--address", default=None, help="an existing Ray cluster's address")
     data.add_argument("--out", required=True)
 
     train = commands.add_parser("train", help="train the grid model on train shards; score dev")
@@ -141,7 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "data":
         build_shards(expand_families(args.families), args.split,
                      range(args.start, args.start + args.count), args.out, d=args.d, n=args.n,
-                     workers=args.workers, shard_size=args.shard_size, progress=_say)
+                     workers=args.workers, shard_size=args.shard_size, progress=_say,
+                     backend=args.backend, address=args.address)
         return 0
     if args.command == "train":
         exclude = [f for f in args.exclude.split(",") if f]

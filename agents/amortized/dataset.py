@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from heuresis_env.errors import HeuresisError
+from heuresis_env.evaluation import connect_ray
 from heuresis_env.evidence import (
     GRID_EVIDENCE_VERSION,
     GRID_NODE_FEATURE_NAMES,
@@ -85,9 +86,17 @@ def _init_worker() -> None:
     limit_threads(1)
 
 
-def compute_examples(jobs: Sequence[tuple], workers: int = 1) -> Iterator[tuple[tuple, Example]]:
+def compute_examples(jobs: Sequence[tuple], workers: int = 1, backend: str = "local",
+                     address: str | None = None) -> Iterator[tuple[tuple, Example]]:
     """(job, example) for every job (family, split, index, d, n, salt), in order, computed by
-    ``workers`` processes (forked where possible; each limited to one BLAS thread)."""
+    ``workers`` local processes (forked where possible; one BLAS thread each) or, with
+    ``backend="ray"``, as Ray tasks (a local cluster of ``workers`` CPUs, or the cluster at
+    ``address``; the evidence cache is the workers' own ``$HEURESIS_CACHE_DIR``)."""
+    if backend not in ("local", "ray"):
+        raise HeuresisError(f"backend must be 'local' or 'ray', got {backend!r}")
+    if backend == "ray":
+        yield from _ray_examples(jobs, workers, address)
+        return
     if workers <= 1 or len(jobs) <= 1:
         for job in jobs:
             yield job, _example_job(job)
@@ -99,12 +108,36 @@ def compute_examples(jobs: Sequence[tuple], workers: int = 1) -> Iterator[tuple[
         yield from zip(jobs, pool.map(_example_job, jobs, chunksize=1), strict=True)
 
 
+def _ray_job(job: tuple) -> Example:
+    _init_worker()
+    return _example_job(job)
+
+
+def _ray_examples(jobs: Sequence[tuple], workers: int, address: str | None
+                  ) -> Iterator[tuple[tuple, Example]]:
+    ray, connected_here = connect_ray(workers, address)
+    try:
+        task = ray.remote(num_cpus=1)(_ray_job)
+        window = max(2 * workers, 2)  # tasks in flight: enough to keep every CPU busy
+        pending = [task.remote(job) for job in jobs[:window]]
+        for k, job in enumerate(jobs):
+            example = ray.get(pending[k])
+            pending[k] = None  # let the object store drop it
+            if k + window < len(jobs):
+                pending.append(task.remote(jobs[k + window]))
+            yield job, example
+    finally:
+        if connected_here:
+            ray.shutdown()
+
+
 def examples_of(keys: Sequence[InstanceKey], salt: str | None = None, workers: int = 1,
-                progress: Callable[[str], None] | None = None) -> ExampleSet:
+                progress: Callable[[str], None] | None = None, backend: str = "local",
+                address: str | None = None) -> ExampleSet:
     """The examples of ``keys``, kept in memory (a sealed split's truth never touches disk)."""
     jobs = [(k.family, k.split, k.index, k.d, k.n, salt) for k in keys]
     examples = []
-    for count, (_, example) in enumerate(compute_examples(jobs, workers), 1):
+    for count, (_, example) in enumerate(compute_examples(jobs, workers, backend, address), 1):
         examples.append(example)
         if progress is not None and (count % 25 == 0 or count == len(jobs)):
             progress(f"{count} of {len(jobs)} instances")
@@ -135,7 +168,8 @@ def _write_shard(path: Path, examples: Sequence[Example]) -> None:
 
 def build_shards(families: Sequence[str], split: str, indices: Iterable[int], out_dir: str | Path,
                  d: int = 10, n: int = 600, workers: int = 1, shard_size: int = 50,
-                 progress: Callable[[str], None] | None = None) -> list[Path]:
+                 progress: Callable[[str], None] | None = None, backend: str = "local",
+                 address: str | None = None) -> list[Path]:
     """Compute the grids of ``indices`` of every family and write them as shards of
     ``shard_size`` consecutive indices (shards already on disk are kept). Work is ordered
     shard by shard, families interleaved, so an interrupted build leaves every family with
@@ -163,7 +197,8 @@ def build_shards(families: Sequence[str], split: str, indices: Iterable[int], ou
     wanted = {path: len(jobs) for path, jobs in todo}
     owner = {job: path for path, jobs in todo for job in jobs}
     started = time.perf_counter()
-    for job, example in compute_examples([job for _, jobs in todo for job in jobs], workers):
+    jobs = [job for _, members in todo for job in members]
+    for job, example in compute_examples(jobs, workers, backend, address):
         path = owner[job]
         pending[path][example.index] = example
         if len(pending[path]) == wanted[path]:

@@ -38,17 +38,21 @@ HELP = "The main job: run the reference and router policies on every family, the
 DEMO_POLICIES: tuple[str, ...] = (
     "pc-fisherz", "pc-kci", "ges", "fci", "direct-lingam", "anm", "notears", "notears-mlp",
     "grasp", "boss", "bca", "oracle", "router", "scratchpad", "scratchpad-bandit",
+    "amortized", "amortized-repair",
 )
 
 #: the RL repair policy's registered name: its factory loads the shipped model without options
 RL_POLICY = "rl"
 #: the language-model policy's registered name (configured through its environment variables)
 LLM_POLICY = "llm"
+#: policies that edit the guided start (PC-KCI's output): they run in the guided condition
+GUIDED_POLICIES: tuple[str, ...] = (RL_POLICY, "amortized-repair")
 #: the runs the job's workers take first, in this order (the others follow in table order):
 #: the longest with a cold cache (NOTEARS-MLP, the RL policy's repair evidence) or a warm one
 #: (the routers' ~50 steps an episode), and those whose policy starts slowly (torch, a model)
 SCHEDULED_FIRST: tuple[str, ...] = (LLM_POLICY, RL_POLICY, "notears-mlp", "scratchpad",
-                                    "scratchpad-bandit", "router")
+                                    "scratchpad-bandit", "router", "amortized",
+                                    "amortized-repair")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -138,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"[{run_name}] {args.count} test instances × 6 families", file=sys.stderr)
         runs.append({"policy_spec": spec, "families": "all", "split": "test",
                      "count": args.count,
-                     "settings": repair_settings if spec == RL_POLICY else settings,
+                     "settings": repair_settings if spec in GUIDED_POLICIES else settings,
                      "out_dir": args.out / "runs" / run_name, "policy_options": options,
                      "d": args.d, "n": args.n})
     # one pool of workers for every policy: each worker imports the package once. The runs
@@ -159,9 +163,10 @@ def run(args: argparse.Namespace) -> int:
     report = report_call.result()
     elapsed = time.perf_counter() - started
     print(report.headline)
-    if any(spec == RL_POLICY for _, spec, _ in plan):
-        print(f"\n{RL_POLICY}: the RL repair policy, in the guided condition (it starts from "
-              "PC-KCI's output; the other policies start from an empty graph)")
+    guided = [spec for _, spec, _ in plan if spec in GUIDED_POLICIES]
+    if guided:
+        print(f"\n{', '.join(guided)}: repair policies, in the guided condition (they start "
+              "from PC-KCI's output; the other policies start from an empty graph)")
     print(f"\n{len(plan)} policies × 6 families × {args.count} instances in {elapsed:.0f} s; "
           f"report: {report.markdown_path} and {report.html_path}")
     print(f"viewer: {viewer.index_path} (open it in a browser, or `heuresis view "

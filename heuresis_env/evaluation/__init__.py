@@ -21,12 +21,13 @@ _EXPORTS = {
     "RunStore": "run_store", "config_differences": "run_store",
     "package_versions": "run_store",
     "evaluate": "runner", "evaluate_many": "runner",
-    "FamilySummary": "summary", "RunSummary": "summary",
+    "FamilySummary": "summary", "RunSummary": "summary", "connect_ray": "ray_backend",
 }
 
 __all__ = [
     "POLICY_ENTRY_POINT_GROUP", "REFERENCE_ENTRY_POINT_GROUP", "EpisodeSettings",
     "FamilySummary", "PolicyProxy", "RunStore", "RunSummary", "config_differences",
+    "connect_ray",
     "environment_kwargs", "episode_id", "evaluate", "evaluate_many", "load_run",
     "make_environment", "make_policy", "make_reference", "package_versions",
     "registered_policies", "registered_references", "resolve_policy_factory",
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
         resolve_policy_factory,
     )
     from heuresis_env.evaluation.policy_process import PolicyProxy
+    from heuresis_env.evaluation.ray_backend import connect_ray
     from heuresis_env.evaluation.run_format import episode_id, load_run
     from heuresis_env.evaluation.run_store import RunStore, config_differences, package_versions
     from heuresis_env.evaluation.runner import evaluate, evaluate_many

@@ -69,39 +69,47 @@ def runtime_environment(extra_paths: Sequence[str]) -> dict[str, Any]:
     return {"env_vars": variables}
 
 
+def connect_ray(workers: int, address: str | None = None, extra_paths: Sequence[str] = ()
+                ) -> tuple[Any, bool]:
+    """Ray, connected: to the cluster at ``address``, to the session this process already
+    has, or to a local cluster started here with ``workers`` CPUs. Returns (the ``ray``
+    module, whether this call connected — then the caller shuts it down)."""
+    ray = import_ray()
+    if ray.is_initialized():
+        return ray, False
+    environment = runtime_environment(extra_paths)
+    options: dict[str, Any] = {"include_dashboard": False}
+    saved = dict(os.environ)
+    if address is None:
+        # a local cluster inherits this process's environment; a runtime_env would make
+        # Ray start every worker through a shell line that breaks on a Python path with
+        # a space (e.g. a checkout under "/tmp/ci check")
+        options["num_cpus"] = workers
+        variables = dict(environment["env_vars"])
+        variables["PYTHONPATH"] = os.pathsep.join(
+            p for p in (*variables["PYTHONPATH"].split(os.pathsep)[:-1],
+                        os.environ.get("PYTHONPATH", "")) if p)
+        os.environ.update(variables)
+    else:
+        options["runtime_env"] = environment
+    try:
+        ray.init(address=address, **options)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        where = f"the Ray cluster at {address!r}" if address else "a local Ray instance"
+        raise HeuresisError(f"could not start or reach {where}: {exc}") from None
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return ray, True
+
+
 def run_with_ray(specs: Sequence[RunSpec], items: Sequence[tuple[int, EpisodeTask]],
                  workers: int, address: str | None = None, extra_paths: Sequence[str] = ()
                  ) -> Iterator[tuple[int, EpisodeOutcome | RunRefused]]:
     """Run the episodes ``items`` — ``(run, task)``, ``run`` an index into ``specs`` — on
     ``workers`` Ray actors; yields ``(run, outcome)`` as episodes end, and ``(run,
     RunRefused)`` when a run's policy cannot start (its other episodes are dropped)."""
-    ray = import_ray()
-    connected_here = False
-    if not ray.is_initialized():
-        environment = runtime_environment(extra_paths)
-        options: dict[str, Any] = {"include_dashboard": False}
-        saved = dict(os.environ)
-        if address is None:
-            # a local cluster inherits this process's environment; a runtime_env would make
-            # Ray start every worker through a shell line that breaks on a Python path with
-            # a space (e.g. a checkout under "/tmp/ci check")
-            options["num_cpus"] = workers
-            variables = dict(environment["env_vars"])
-            variables["PYTHONPATH"] = os.pathsep.join(
-                p for p in (*variables["PYTHONPATH"].split(os.pathsep)[:-1],
-                            os.environ.get("PYTHONPATH", "")) if p)
-            os.environ.update(variables)
-        else:
-            options["runtime_env"] = environment
-        try:
-            ray.init(address=address, **options)
-        except (ConnectionError, RuntimeError, ValueError) as exc:
-            where = f"the Ray cluster at {address!r}" if address else "a local Ray instance"
-            raise HeuresisError(f"could not start or reach {where}: {exc}") from None
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
-        connected_here = True
+    ray, connected_here = connect_ray(workers, address, extra_paths)
     actor_class = ray.remote(num_cpus=1, max_restarts=0)(EpisodeActor)
     actors: list[Any] = []
     try:

@@ -201,3 +201,19 @@ def test_a_model_trained_on_train_instances_beats_the_guided_start(tmp_path):
     again = summarize_scores(score_examples(model, examples_of(
         [InstanceKey("lg", "dev", i, **size) for i in range(24)])), n_resamples=2000)
     assert again["lg"]["delta_pc_kci"][0] == pytest.approx(gain)
+
+
+@pytest.mark.slow
+def test_ray_tasks_compute_the_same_examples_as_local_workers(shards):
+    pytest.importorskip("ray")
+    jobs = [("wild", "train", i, SMALL["d"], SMALL["n"], None) for i in range(3)]
+    from agents.amortized import compute_examples
+
+    on_ray = [example for _, example in compute_examples(jobs, workers=2, backend="ray")]
+    local = load_examples(sorted(shards.glob("wild-train-*.npz")))
+    for example in on_ray:
+        row = int(np.flatnonzero(local.index == example.index)[0])
+        assert example.pairs.tobytes() == local.pairs[row].tobytes()
+        assert np.array_equal(example.dag, local.dag[row])
+    with pytest.raises(HeuresisError, match="backend must be"):
+        next(compute_examples(jobs, backend="dask"))

@@ -236,6 +236,8 @@ def _step_json(record: Mapping[str, Any], extras: StepExtras | None) -> dict[str
         step["rl_action"] = record["rl_action"]
     if extras is not None:
         step.update(extras.to_json())
+    if step.get("output") is None and isinstance(record.get("output"), str):
+        step["output"] = _clip(record["output"])  # the trace's own (bounded) text
     return step
 
 
@@ -315,10 +317,10 @@ def episode_payload(run: RunDirectory, run_name: str, episode: EpisodeRecord,
             warnings.append(f"{run_name} {episode.episode_id}: trace not read ({exc})")
             notes.append(f"The trace could not be read: {exc}")
             steps, start = [], None
-        if not extras:
-            notes.append("Traces keep a digest of each tool output, not its text; this policy "
-                         "left no transcript holding the outputs. `heuresis replay` re-runs "
-                         "the steps.")
+        if steps and not any("output" in step for step in steps):
+            notes.append("This trace keeps a digest of each tool output, not its text (it was "
+                         "written before traces kept outputs); `heuresis replay` re-runs the "
+                         "steps.")
 
     final_graph = episode.final_graph
     if final_graph is None and trace is not None:

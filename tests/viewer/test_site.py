@@ -104,7 +104,12 @@ def test_an_episode_file_replays_its_trace_and_cites_its_evidence(site, viewer_r
     assert _apply(payload["start"], steps) == final
     assert {tuple(e) for e in final.values()} == {("X1", "X2", 1, 2), ("X3", "X4", 1, 2)}
     assert payload["names"] == [f"X{k + 1}" for k in range(D)]
-    assert "digest" in " ".join(payload["notes"])  # no transcript: outputs not recorded
+    # no transcript, and still every output: the trace keeps the text behind each edit
+    assert all(step["output"] for step in steps)
+    assert steps[0]["output"].startswith("X1 _||_ X2") and "p-value" in steps[0]["output"]
+    assert steps[2]["evidence"] == [1] and "p-value" in steps[steps[2]["evidence"][0] - 1][
+        "output"]
+    assert not any("digest" in note for note in payload["notes"])
 
 
 def test_truth_and_comparison_reproduce_the_recorded_f1(site):

@@ -518,8 +518,8 @@
         detail.appendChild(step.output !== undefined ? pre(step.output, "step-output") :
           el("p", { class: "note", id: "step-output", text: transcribed && position === steps.length ?
             "The episode ended with this step; no output was read after it." :
-            "Not recorded: the trace keeps a digest of each output; only a language-model " +
-            "policy's transcript keeps the text." }));
+            "Not recorded: this trace keeps only a digest of each output (written before " +
+            "traces kept the text)." }));
 
         evidence.appendChild(el("h3", { text: "Evidence" }));
         if (step.evidence !== undefined) {

@@ -159,6 +159,8 @@ def run(args: argparse.Namespace) -> int:
     report = report_call.result()
     elapsed = time.perf_counter() - started
     print(report.headline)
+    for warning in report.warnings:
+        print(f"warning: {warning}")
     if any(spec == RL_POLICY for _, spec, _ in plan):
         print(f"\n{RL_POLICY}: the RL repair policy, in the guided condition (it starts from "
               "PC-KCI's output; the other policies start from an empty graph)")

@@ -58,7 +58,12 @@ from heuresis_env.evaluation.run_format import (
     question_episode_id,
 )
 from heuresis_env.evaluation.run_store import RunStore, build_config
-from heuresis_env.evaluation.summary import RunSummary, summarize_family
+from heuresis_env.evaluation.summary import (
+    RunSummary,
+    error_reasons,
+    run_notes,
+    summarize_family,
+)
 from heuresis_env.generation.datasets import register_dataset
 from heuresis_env.generation.families import FAMILY_GROUPS, available_families, expand_families
 from heuresis_env.generation.instances import (
@@ -396,7 +401,8 @@ def _summary(run: _PreparedRun, backend: str, workers: int) -> RunSummary:
                       seconds=run.seconds or 0.0, families=by_family,
                       overall=summarize_family("all", records, score),
                       accepted_differences=run.accepted,
-                      score_label="F1" if run.task == "graph" else "accuracy")
+                      score_label="F1" if run.task == "graph" else "accuracy",
+                      error_reasons=error_reasons(records), notes=run_notes(records))
 
 
 def _question_tasks(families: Sequence[str], split: str, count: int | None, repeats: int,

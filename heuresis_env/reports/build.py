@@ -146,6 +146,18 @@ def _signal_instances(requests: Sequence[str], loaded: LoadedRuns) -> list:
     return instances
 
 
+def sealing_text(loaded: LoadedRuns) -> str:
+    """Whether the runs' test split was sealed with a secret salt ("" for the dev split)."""
+    if loaded.runs[0].split != "test":
+        return ""
+    unsealed = [str(run.path) for run in loaded.runs if not run.config.get("salt_digest")]
+    if not unsealed:
+        return "sealed with a secret salt ($HEURESIS_TEST_SALT)"
+    return (f"not sealed ($HEURESIS_TEST_SALT was not set for {', '.join(unsealed)}): its "
+            "instances are public, so a policy could have regenerated them; set a secret salt "
+            "for numbers that compare policies")
+
+
 def viewer_links(loaded: LoadedRuns, viewer: str) -> tables.ViewerLink:
     """Links from the report's cells to the trace viewer: the episodes of one policy on one
     family; an arm whose policy has other arms (another condition) is named by its runs (the
@@ -201,6 +213,12 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
         warnings.append(f"no ground truth for {', '.join(unscored)} (data tables given without "
                         "a graph): their episodes ran and submitted graphs (in each run's "
                         "results.jsonl), but have no scores, so their cells are empty")
+    small = tables.small_families(tables.instance_counts(loaded))
+    if small:
+        warnings.append(tables.small_sample_warning(small))
+    sealing = sealing_text(loaded)
+    if sealing.startswith("not sealed"):
+        warnings.append(f"The test split was {sealing}.")
     families = loaded.families()
     with_all = tables.families_with_all(families)
     # Table 4 re-reads every trace and re-runs (from cache) the algorithms it called: seconds
@@ -215,9 +233,11 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
     configuration = Section("Configuration", [Paragraph(
         f"Built {time.strftime('%Y-%m-%d %H:%M:%S %z')} from {len(loaded.runs)} run "
         f"director{'y' if len(loaded.runs) == 1 else 'ies'} ({len(loaded.arms)} arms) on the "
-        f"{loaded.runs[0].split} split. Intervals: {confidence:.0%} bootstrap over instances, "
-        f"{n_resamples} resamples, seed {seed}. Every cell is given over all episodes and over "
-        "finished episodes, with the truncation rate (the reporting rule)."),
+        f"{loaded.runs[0].split} split{'' if not sealing else ', ' + sealing}. Intervals: "
+        f"{confidence:.0%} bootstrap over instances, {n_resamples} resamples, one function "
+        f"seeded from seed {seed} and the data (the same data gets the same interval in every "
+        "table). Every cell is given over all episodes and over finished episodes, with the "
+        "truncation rate (the reporting rule); errored episodes are left out of the means."),
         BulletList(_runs_paragraphs(loaded))])
     styles = figures.PolicyStyles([arm.label for arm in loaded.arms])
     link = viewer_links(loaded, viewer) if viewer else None

@@ -368,7 +368,7 @@ def bca_means(runs: Sequence[RunDirectory]) -> dict[tuple[str, tuple | None], fl
             continue
         for episode in run.episodes:
             f1 = episode.score("f1")
-            if math.isnan(f1):
+            if math.isnan(f1) or episode.error:  # an errored episode is no reference
                 continue
             for key in ((episode.instance_sha256, _conditions(run)),
                         (episode.instance_sha256, None)):

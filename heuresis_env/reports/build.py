@@ -153,9 +153,11 @@ def sealing_text(loaded: LoadedRuns) -> str:
     unsealed = [str(run.path) for run in loaded.runs if not run.config.get("salt_digest")]
     if not unsealed:
         return "sealed with a secret salt ($HEURESIS_TEST_SALT)"
-    return (f"not sealed ($HEURESIS_TEST_SALT was not set for {', '.join(unsealed)}): its "
-            "instances are public, so a policy could have regenerated them; set a secret salt "
-            "for numbers that compare policies")
+    which = (f"for any of the {len(unsealed)} runs" if len(unsealed) == len(loaded.runs)
+             else f"for {', '.join(unsealed)}")
+    return (f"not sealed ($HEURESIS_TEST_SALT was not set {which}): its instances are public, "
+            "so a policy could have regenerated them; set a secret salt for numbers that "
+            "compare policies")
 
 
 def viewer_links(loaded: LoadedRuns, viewer: str) -> tables.ViewerLink:

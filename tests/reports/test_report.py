@@ -706,3 +706,20 @@ def test_the_same_data_gets_the_same_interval_in_every_table(tmp_path):
     pc_row = next(v for v in table13 if v["label"] == "pc-kci")
     assert (pc_row["delta_all"].low, pc_row["delta_all"].high) == pytest.approx(
         (-forward.high, -forward.low))
+
+
+def test_the_report_says_whether_the_test_split_was_sealed():
+    from types import SimpleNamespace
+
+    from heuresis_env.reports.build import sealing_text
+
+    def loaded(*digests, split="test"):
+        return SimpleNamespace(runs=[SimpleNamespace(split=split, config={"salt_digest": d},
+                                                     path=Path(f"r{k}"))
+                                     for k, d in enumerate(digests)])
+
+    assert sealing_text(loaded("abc", "def")).startswith("sealed with a secret salt")
+    assert sealing_text(loaded(None, None)).startswith(
+        "not sealed ($HEURESIS_TEST_SALT was not set for any of the 2 runs)")
+    assert "was not set for r1)" in sealing_text(loaded("abc", None))
+    assert sealing_text(loaded(None, split="dev")) == ""

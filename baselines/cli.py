@@ -23,6 +23,7 @@ from heuresis_env.discovery import get_algorithm
 from heuresis_env.errors import HeuresisError
 from heuresis_env.generation import FAMILY_GROUPS, SPLIT_SIZES, expand_families, load_dataset
 from heuresis_env.metrics import score_graph
+from heuresis_env.progress import progress_bar
 
 HELP = "Reference results per family: algorithms, BCA, oracle, merge*, headrooms."
 
@@ -64,8 +65,6 @@ def resolve_families(name: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     if args.dataset is not None:
         return run_dataset(args)
     if args.graph is not None or args.anonymize or args.no_standardize:
@@ -84,8 +83,7 @@ def run(args: argparse.Namespace) -> int:
     total = len(families) * n_algorithms * n_instances
     started = time.perf_counter()
     tables = []
-    with tqdm(total=total, desc="algorithm runs", unit="run", file=sys.stderr,
-              disable=not sys.stderr.isatty() and total < 50) as bar:
+    with progress_bar(total=total, desc="algorithm runs", unit="run") as bar:
         for family in families:
             bar.set_postfix_str(family)
             table = compute_family_table(
@@ -116,16 +114,13 @@ def run(args: argparse.Namespace) -> int:
 
 def run_suite(args: argparse.Namespace) -> int:
     """``--suite bnlearn``: the BNLearn table (cached results are read back)."""
-    from tqdm import tqdm
-
     families = expand_families(args.suite)
     count = 5 if args.count is None else args.count
     if not 1 <= count <= SPLIT_SIZES[args.split]:
         raise HeuresisError(f"--count must be in 1..{SPLIT_SIZES[args.split]}, got {count}")
     started = time.perf_counter()
     total = len(families) * count * 3
-    with tqdm(total=total, desc="algorithm runs", unit="run", file=sys.stderr,
-              disable=not sys.stderr.isatty()) as bar:
+    with progress_bar(total=total, desc="algorithm runs", unit="run") as bar:
         rows = compute_suite_table(families, args.split, count, n=args.n, workers=args.workers,
                                    n_resamples=args.resamples, progress=bar.update)
     n = 600 if args.n is None else args.n

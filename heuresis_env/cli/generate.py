@@ -16,6 +16,7 @@ from heuresis_env.generation.instances import (
     split_directory,
 )
 from heuresis_env.generation.sortability import r2_sortability, varsortability
+from heuresis_env.progress import progress_bar
 
 HELP = "generate instances of one family (or all) for a split and save them with a manifest"
 
@@ -67,8 +68,6 @@ def run(args: argparse.Namespace) -> int:
     import sys
     import time
 
-    from tqdm.auto import tqdm
-
     families = expand_families(args.family)
     count = SPLIT_SIZES[args.split] if args.count is None else args.count
     if not 0 <= count <= SPLIT_SIZES[args.split]:
@@ -80,8 +79,8 @@ def run(args: argparse.Namespace) -> int:
     sealed = resolve_salt(args.split) is not None
     output_directory(args.out, "output directory")  # a bad --out fails before any work
     rows = []
-    with tqdm(total=count * len(families), desc="generate", unit="inst", file=sys.stderr,
-              disable=args.no_progress) as bar:
+    with progress_bar(total=count * len(families), show=not args.no_progress, desc="generate",
+                      unit="inst") as bar:
         for family in families:
             start = time.perf_counter()
             instances = []

@@ -75,6 +75,7 @@ from heuresis_env.generation.instances import (
     split_size,
 )
 from heuresis_env.policy import EpisodeSettings
+from heuresis_env.progress import progress_bar
 from heuresis_env.questions import NAME_MODES, question_set
 from heuresis_env.registration import TASKS
 
@@ -471,13 +472,10 @@ def _check_environment(settings: EpisodeSettings, split: str, family: str, d: in
 def _run_pending(runs: Sequence[_PreparedRun], workers: int, backend: str,
                  address: str | None, progress: bool, started: float) -> None:
     """Run every run's pending episodes on one set of workers, saving each as it ends."""
-    from tqdm import tqdm
-
     total = sum(len(run.tasks) for run in runs)
     resumed = total - sum(len(run.pending) for run in runs)
     desc = runs[0].spec.policy if len(runs) == 1 else f"{len(runs)} runs"
-    bar = tqdm(total=total, initial=resumed, disable=not progress, file=sys.stderr,
-               unit="episode", desc=desc, dynamic_ncols=True)
+    bar = progress_bar(total=total, initial=resumed, show=progress, unit="episode", desc=desc)
     counts = {"truncated": 0, "errors": 0}
     bar.set_postfix(counts, refresh=False)
     try:

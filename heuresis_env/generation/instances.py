@@ -48,6 +48,7 @@ from heuresis_env.generation.families import (
 )
 from heuresis_env.generation.scm import GRAPH_MODELS, SCM, calibrate_scm, standardize_columns
 from heuresis_env.graphs import Graph, GraphType, cpdag_from_dag
+from heuresis_env.progress import progress_bar
 
 #: Bump whenever a change to the generator changes any generated instance.
 GENERATOR_VERSION = "1"
@@ -509,10 +510,8 @@ def generate_split(family: str, split: str, count: int | None = None, d: int | N
                             f"got {count!r}")
     keys = [InstanceKey(family, split, i, d=d, n=n, graph_model=graph_model)
             for i in range(count)]
-    from tqdm.auto import tqdm
-
-    iterator = tqdm(keys, desc=f"{family}/{split}", unit="inst", disable=not progress,
-                    leave=False)
+    iterator = progress_bar(keys, show=progress, desc=f"{family}/{split}", unit="inst",
+                            leave=False)
     return [generate_instance(key, salt=salt) for key in iterator]
 
 

@@ -21,6 +21,7 @@ from heuresis_env.files import atomic_write_bytes, output_directory
 from heuresis_env.generation.families import expand_families
 from heuresis_env.generation.instances import InstanceKey, generate_instance, resolve_salt
 from heuresis_env.metrics import BootstrapResult
+from heuresis_env.progress import progress_bar
 from heuresis_env.reports import figures, tables
 from heuresis_env.reports.document import (
     BulletList,
@@ -343,10 +344,8 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
     if deletion_signals:
         instances = _signal_instances(deletion_signals, loaded)
         records = []
-        from tqdm.auto import tqdm
-
-        for instance in tqdm(instances, desc="Appendix F (deletions)", disable=not progress,
-                             leave=False):
+        for instance in progress_bar(instances, show=progress, desc="Appendix F (deletions)",
+                                     leave=False):
             records += deletion_records(instance)
         study = signal_study(records, n_resamples=n_resamples, confidence=confidence,
                              seed=tables.comparison_seed(seed, "deletion_signals"))
@@ -502,10 +501,8 @@ __all__ = ["ReportSummary", "build_report", "proposition_table", "signal_table"]
 def _provenance_cells(arms: Sequence[Arm], families: Sequence[str],
                       progress: bool) -> list[list[ProvenanceCell]]:
     """Table 4's cells of each arm (:func:`arm_provenance`), with a progress bar if asked."""
-    from tqdm.auto import tqdm
-
     return [arm_provenance(arm, families)
-            for arm in tqdm(arms, desc="Table 4 (traces)", disable=not progress, leave=False)]
+            for arm in progress_bar(arms, show=progress, desc="Table 4 (traces)", leave=False)]
 
 
 def arm_provenance(arm: Arm, families: Sequence[str]) -> list[ProvenanceCell]:

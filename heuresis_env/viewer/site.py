@@ -29,8 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evaluation.run_format import (
     EpisodeRecord,
@@ -47,6 +45,7 @@ from heuresis_env.files import (
     output_directory,
 )
 from heuresis_env.graphs import Graph, GraphError, edge_from_text
+from heuresis_env.progress import progress_bar
 from heuresis_env.reports.loading import BCA, CONDITION_FIELDS, run_names
 from heuresis_env.threads import can_fork
 from heuresis_env.trace_files import Trace, read_trace
@@ -530,7 +529,7 @@ def build_site(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLike
     n_chunks = min(len(groups), workers * 4)
     chunks = [[p for group in groups[k::n_chunks] for p in group] for k in range(n_chunks)]
     parallel = workers > 1 and len(items) >= PARALLEL_MIN_EPISODES and can_fork()
-    bar = tqdm(total=len(items), desc="viewer", disable=not progress, leave=False)
+    bar = progress_bar(total=len(items), show=progress, desc="viewer", leave=False)
     entries: list[_Entry | None] = [None] * len(items)
     failed: dict[str, str] = {}
     _FORK_STATE = (runs, names, out, items)

@@ -173,6 +173,10 @@ def transcript_json(transcript: Any) -> str:
     return json_compact(transcript, default=repr) + "\n"
 
 
+#: what a run directory holds (anything else in a folder without a config refuses it)
+RUN_ENTRIES = frozenset({CONFIG_NAME, RESULTS_NAME, TRACES_DIR, TRANSCRIPTS_DIR, LOCK_NAME})
+
+
 class RunStore:
     """Reads and writes one run directory (see the module docstring for the layout)."""
 
@@ -189,9 +193,15 @@ class RunStore:
     # ---- locking -------------------------------------------------------------------------
     @contextmanager
     def lock(self) -> Iterator[None]:
-        """Hold the directory's writer lock: one ``heuresis evaluate`` per run directory."""
+        """Hold the directory's writer lock: one ``heuresis evaluate`` per run directory.
+
+        A run refused before it wrote anything (a policy that cannot start, a bad option)
+        leaves nothing behind: the lock file is removed, and the directory too when this
+        call created it.
+        """
         from filelock import FileLock, Timeout
 
+        created = not self.directory.exists()
         output_directory(self.directory, "run directory")
         lock = FileLock(str(self.directory / LOCK_NAME))
         try:
@@ -204,6 +214,21 @@ class RunStore:
             yield
         finally:
             lock.release()
+            self._remove_if_unused(created)
+
+    def _remove_if_unused(self, created: bool) -> None:
+        """Remove the lock file when the run wrote nothing (no config, results, traces), and
+        the directory too if ``created`` and now empty: a refused run leaves no folder holding
+        only a lock, and no lock in a folder that is not a run directory."""
+        try:
+            names = {p.name for p in self.directory.iterdir()}
+            if names & (RUN_ENTRIES - {LOCK_NAME}):
+                return
+            (self.directory / LOCK_NAME).unlink(missing_ok=True)
+            if created and names == {LOCK_NAME}:
+                self.directory.rmdir()
+        except OSError:  # another writer arrived, or a read-only folder: leave it
+            pass
 
     # ---- config ---------------------------------------------------------------------------
     def read_config(self) -> dict[str, Any] | None:
@@ -237,6 +262,15 @@ class RunStore:
         line of the results file (an episode that never finished).
         """
         stored = self.read_config()
+        if stored is None:
+            foreign = sorted(p.name for p in self.directory.iterdir()
+                             if p.name not in RUN_ENTRIES)
+            if foreign:
+                listed = ", ".join(foreign[:5]) + (", …" if len(foreign) > 5 else "")
+                raise HeuresisError(
+                    f"{self.directory} is a non-empty folder that is not a run directory (it "
+                    f"holds {listed}); give --out a new or empty folder, or a run directory "
+                    "to resume")
         if stored is None and self._has_results():
             raise RunFormatError(
                 f"{self.directory} holds {RESULTS_NAME} but no {CONFIG_NAME}, so its episodes "

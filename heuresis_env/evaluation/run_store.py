@@ -33,6 +33,7 @@ from heuresis_env.evaluation.run_format import (
     TRANSCRIPTS_DIR,
     check_result_digests,
     config_digest,
+    connection_option,
     episode_file_stem,
     salt_digest,
 )
@@ -141,11 +142,14 @@ def _short(value: Any) -> str:
 
 def config_differences(old: Mapping[str, Any], new: Mapping[str, Any],
                        prefix: str = "") -> list[str]:
-    """Each field in which two configs differ, as ``field: was X, now Y`` (``created`` aside)."""
+    """Each field in which two configs differ, as ``field: was X, now Y`` (``created`` and the
+    policy's connection options aside: :data:`~heuresis_env.evaluation.run_format.CONNECTION_OPTION`)."""
     differences = []
     for field in sorted(set(old) | set(new)):
         if not prefix and (field in IGNORED_CONFIG_FIELDS or field == PREVIOUS_DIGESTS_FIELD):
             continue
+        if prefix == "policy_options." and connection_option(field):
+            continue  # how to reach the model, not what the policy is
         name = f"{prefix}{field}"
         missing = object()
         a, b = old.get(field, missing), new.get(field, missing)

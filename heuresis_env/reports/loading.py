@@ -29,6 +29,7 @@ from heuresis_env.evaluation.run_format import (
     EpisodeRecord,
     InstanceId,
     RunDirectory,
+    connection_option,
     load_run,
 )
 from heuresis_env.generation.families import available_families
@@ -88,7 +89,9 @@ class Arm:
 
     @property
     def key(self) -> str:
-        return _canonical([self.policy, self.policy_options, self.settings, self.size])
+        """What makes an arm: policy, options (not how to reach a model), settings, size."""
+        options = {k: v for k, v in self.policy_options.items() if not connection_option(k)}
+        return _canonical([self.policy, options, self.settings, self.size])
 
     @property
     def is_reference(self) -> bool:
@@ -235,13 +238,10 @@ def _condition_text(name: str, value: Any) -> str:
     return f"{name}={value}"
 
 
-#: policy options never shown in a label: addresses and credentials (a URL with a random
-#: port or a key says nothing about the policy)
-_HIDDEN_OPTION = re.compile(r"url|address|host|port|key|token|secret|password", re.IGNORECASE)
-
-
 def _shown_option(name: str, values: Iterable[Any]) -> bool:
-    if _HIDDEN_OPTION.search(name):
+    """Options never shown in a label: addresses and credentials (a URL with a random port or
+    a key says nothing about the policy)."""
+    if connection_option(name):
         return False
     return not any(isinstance(v, str) and re.match(r"^[a-z][a-z0-9+.-]*://", v)
                    for v in values)

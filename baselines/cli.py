@@ -136,6 +136,17 @@ def run_suite(args: argparse.Namespace) -> int:
     return 0
 
 
+def edge_lines(name: str, edges_text: str, width: int = 100) -> str:
+    """An algorithm's edges (one per line in ``edges_text``) as wrapped, indented lines:
+    ``  pc-kci (3): a --> b, b --- c, c <-- d``."""
+    import textwrap
+
+    edges = [line.strip() for line in edges_text.splitlines() if line.strip()]
+    text = f"{name} ({len(edges)}): " + (", ".join(edges) if edges else "no edge")
+    return textwrap.fill(text, width=width, initial_indent="  ", subsequent_indent="      ",
+                         break_long_words=False, break_on_hyphens=False)
+
+
 def run_dataset(args: argparse.Namespace) -> int:
     """``--dataset``: every algorithm on one table, scored when the table has a graph."""
     instance = load_dataset(args.dataset, args.graph, anonymize=args.anonymize,
@@ -179,6 +190,10 @@ def run_dataset(args: argparse.Namespace) -> int:
               + (f"{int(scores['shd']):>6}" if scores["shd"] == scores["shd"] else f"{'-':>6}")
               + "  (PC-KCI + wrongly deleted true edges)")
         rows.append({"algorithm": "oracle", "scores": scores, "edges": None, "error": None})
+    print("\nDiscovered edges:")
+    for row in rows:
+        if row["edges"] is not None:
+            print(edge_lines(row["algorithm"], row["edges"]))
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"dataset": str(args.dataset),

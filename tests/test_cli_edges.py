@@ -70,3 +70,19 @@ def test_a_refused_evaluate_leaves_no_folder_and_a_foreign_folder_is_refused(cap
                        capsys)
     assert code == 2 and "is a non-empty folder that is not a run directory" in err
     assert sorted(p.name for p in foreign.iterdir()) == ["notes.txt"]
+
+
+def test_baselines_on_a_table_prints_the_discovered_edges(capsys, tmp_path):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=300)
+    b = a + rng.normal(size=300)
+    c = b + rng.normal(size=300)
+    np.savetxt(tmp_path / "d.csv", np.column_stack([a, b, c]), delimiter=",", header="a,b,c",
+               comments="")
+    code, out, _ = run(["baselines", "--dataset", str(tmp_path / "d.csv"), "--algorithms",
+                        "pc-fisherz,ges"], capsys)
+    assert code == 0
+    edges = out[out.index("Discovered edges:"):]
+    assert "  pc-fisherz (2): a --- b, b --- c" in edges and "  ges (2): " in edges

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from baselines.family_table import compute_family_table, format_family_table
 from baselines.oracle import ideal_oracle
 from baselines.reference import REFERENCE_ALGORITHMS, reference_record
 from baselines.structure_table import compute_suite_table, format_suite_table
+from heuresis_env.console import text_table
 from heuresis_env.discovery import get_algorithm
 from heuresis_env.errors import HeuresisError
 from heuresis_env.generation import FAMILY_GROUPS, SPLIT_SIZES, expand_families, load_dataset
@@ -94,12 +94,13 @@ def run(args: argparse.Namespace) -> int:
     for table in tables:
         print(format_family_table(table))
         print()
-    print(f"{'family':<10}{'BCA':<16}{'F1(BCA)':>9}{'F1(PC-KCI)':>12}{'F1(oracle)':>12}"
-          f"{'sel. headroom':>15}{'rep. headroom':>15}")
-    for t in tables:
-        pc_kci = next(r for r in t.algorithms if r.name == "pc-kci").f1.mean
-        print(f"{t.family:<10}{t.bca:<16}{t.bca_f1.mean:>9.3f}{pc_kci:>12.3f}{t.oracle_f1.mean:>12.3f}"
-              f"{t.selection_headroom.mean:>+15.3f}{t.repair_headroom.mean:>+15.3f}")
+    print(text_table(
+        ["family", "BCA", "F1(BCA)", "F1(PC-KCI)", "F1(oracle)", "sel. headroom",
+         "rep. headroom"],
+        [[t.family, t.bca, f"{t.bca_f1.mean:.3f}",
+          f"{next(r for r in t.algorithms if r.name == 'pc-kci').f1.mean:.3f}",
+          f"{t.oracle_f1.mean:.3f}", f"{t.selection_headroom.mean:+.3f}",
+          f"{t.repair_headroom.mean:+.3f}"] for t in tables], align="<<>>>>>"))
     elapsed = time.perf_counter() - started
     print(f"\n{total} algorithm runs in {elapsed:.1f} s ({args.workers} worker(s))")
     if args.json is not None:
@@ -161,35 +162,32 @@ def run_dataset(args: argparse.Namespace) -> int:
           f"{', anonymized' if args.anonymize else ''}); "
           + (f"graph {args.graph}: {truth.n_edges()} edges" if truth is not None
              else "no graph given: no ground truth, outputs are not scored"))
-    print(f"  {'algorithm':<16}{'edges':>6}{'F1':>8}{'precision':>11}{'recall':>8}"
-          f"{'SHD':>6}{'seconds':>9}")
-    rows = []
+    def cell(scores: dict | None, key: str, digits: int = 3) -> str:
+        value = (scores or {}).get(key)
+        if value is None or (isinstance(value, float) and value != value):
+            return "-"
+        return f"{value:.{digits}f}" if digits else str(int(value))
+
+    rows, lines = [], []
     for name in algorithms:
         record = reference_record(instance, name)
         result = record.graph_result()
-        scores = record.scores or {}
-
-        def cell(key: str, width: int, digits: int = 3, scores: dict = scores) -> str:
-            value = scores.get(key)
-            if value is None or (isinstance(value, float) and value != value):
-                return f"{'-':>{width}}"
-            return f"{value:>{width}.{digits}f}" if digits else f"{int(value):>{width}}"
-
-        edges = result.graph.n_edges() if result.ok else "fail"
-        print(f"  {name:<16}{edges!s:>6}{cell('f1', 8)}{cell('precision', 11)}"
-              f"{cell('recall', 8)}{cell('shd', 6, 0)}"
-              f"{float(record.result.get('runtime_seconds', 0.0)):>9.2f}"
-              + ("" if result.ok else f"  {result.error}"))
+        lines.append([name, result.graph.n_edges() if result.ok else "fail",
+                      cell(record.scores, "f1"), cell(record.scores, "precision"),
+                      cell(record.scores, "recall"), cell(record.scores, "shd", 0),
+                      f"{float(record.result.get('runtime_seconds', 0.0)):.2f}",
+                      "" if result.ok else result.error])
         rows.append({"algorithm": name, "scores": record.scores,
                      "edges": result.graph.to_text() if result.ok else None,
                      "error": result.error})
     if truth is not None and "pc-kci" in algorithms and reference_record(instance, "pc-kci").ok:
         scores = score_graph(ideal_oracle(instance), truth)
-        print(f"  {'oracle':<16}{scores['n_edges']:>6}{scores['f1']:>8.3f}"
-              f"{scores['precision']:>11.3f}{scores['recall']:>8.3f}"
-              + (f"{int(scores['shd']):>6}" if scores["shd"] == scores["shd"] else f"{'-':>6}")
-              + "  (PC-KCI + wrongly deleted true edges)")
+        lines.append(["oracle", scores["n_edges"], cell(scores, "f1"), cell(scores, "precision"),
+                      cell(scores, "recall"), cell(scores, "shd", 0), "",
+                      "(PC-KCI + wrongly deleted true edges)"])
         rows.append({"algorithm": "oracle", "scores": scores, "edges": None, "error": None})
+    print(text_table(["algorithm", "edges", "F1", "precision", "recall", "SHD", "seconds", ""],
+                     lines, align="<>>>>>><", indent="  "))
     print("\nDiscovered edges:")
     for row in rows:
         if row["edges"] is not None:

@@ -21,8 +21,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from heuresis_env.budgets import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STEPS
-from heuresis_env.evaluation import evaluate_many
 from heuresis_env.errors import UnknownNameError
+from heuresis_env.evaluation import evaluate_many
 from heuresis_env.evaluation.policies import (
     make_policy,
     registered_policies,

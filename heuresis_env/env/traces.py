@@ -38,7 +38,6 @@ from heuresis_env.files import json_safe
 from heuresis_env.graphs import Graph
 from heuresis_env.trace_files import TraceWriter
 
-
 #: the longest output text a step record keeps (characters); the digest covers the whole text
 TRACE_OUTPUT_CHARS = 8_000
 

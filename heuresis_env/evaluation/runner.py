@@ -18,7 +18,6 @@ workers once and passes them from one run's policy to the next.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack

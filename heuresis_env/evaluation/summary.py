@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from heuresis_env.console import text_table
+
 
 @dataclass
 class FamilySummary:
@@ -59,7 +61,7 @@ class RunSummary:
     def to_text(self) -> str:
         """A plain-text table: per family, episodes, mean F1 (all, finished), truncation."""
         def f1(value: float) -> str:
-            return "   -  " if math.isnan(value) else f"{value:6.3f}"
+            return "-" if math.isnan(value) else f"{value:.3f}"
 
         lines = [f"run {self.out_dir}: policy {self.policy}, {self.split} split, "
                  f"{self.total_episodes} episodes ({self.ran} run now, {self.resumed} resumed) "
@@ -67,21 +69,20 @@ class RunSummary:
         for difference in self.accepted_differences:
             lines.append(f"  config changed under --force: {difference}")
         label = "acc." if self.score_label == "accuracy" else self.score_label
-        width = max([10, *(len(row.family) + 1 for row in self.families)])
-        lines.append(f"{'family':<{width}} {'episodes':>8} {label + ' all':>7} "
-                     f"{label + ' fin.':>7} "
-                     f"{'finished':>8} {'truncated':>9} {'errors':>6}")
+        rows = []
         for row in [*self.families, self.overall]:
-            rate = ("  -" if math.isnan(row.truncation_rate)
-                    else f"{100 * row.truncation_rate:.0f}%")
+            rate = "-" if math.isnan(row.truncation_rate) else \
+                f"{100 * row.truncation_rate:.0f}%"
             note = ""
             if row.unscored:
-                note = ("  no ground truth: graphs submitted, not scored"
+                note = ("no ground truth: graphs submitted, not scored"
                         if row.unscored == row.episodes else
-                        f"  ({row.unscored} episodes without ground truth)")
-            lines.append(f"{row.family:<{width}} {row.episodes:>8} {f1(row.mean_f1):>7} "
-                         f"{f1(row.mean_f1_finished):>7} {row.finished:>8} {rate:>9} "
-                         f"{row.errors:>6}{note}")
+                        f"({row.unscored} episodes without ground truth)")
+            rows.append([row.family, row.episodes, f1(row.mean_f1), f1(row.mean_f1_finished),
+                         row.finished, rate, row.errors, note])
+        lines.append(text_table(["family", "episodes", f"{label} all", f"{label} fin.",
+                                 "finished", "truncated", "errors", ""], rows,
+                                align="<>>>>>><"))
         if self.error_reasons:
             total = sum(count for _, count in self.error_reasons)
             lines.append(f"errors: {total} episode{'s' if total != 1 else ''}, left out of "

@@ -67,7 +67,9 @@ _SECRET_OPTION = re.compile(r"key|token|secret|password|credential", re.IGNORECA
 #: the columns of the episode table, in the order of each row of ``index.rows``
 INDEX_COLUMNS = ("id", "run", "family", "index", "repeat", "f1", "precision", "recall", "shd",
                  "delta", "steps", "reason", "finished", "prompt_tokens", "completion_tokens",
-                 "cost", "seconds", "file", "error")
+                 "cost", "seconds", "file", "error", "instance", "search")
+#: the longest text an index row keeps of its episode's tools and arguments (for the search)
+MAX_SEARCH_CHARS = 1_000
 
 
 @dataclass
@@ -407,11 +409,24 @@ def _script_json(value: Any) -> str:
     return text.replace("</", "<\\/").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
+def _size_text(values: Iterable[Any]) -> int | str | None:
+    """One size (``10``), a range (``"5–37"``) or None when the instances do not say."""
+    numbers = sorted({int(v) for v in values if isinstance(v, int) and not isinstance(v, bool)})
+    if not numbers:
+        return None
+    return numbers[0] if len(numbers) == 1 else f"{numbers[0]}–{numbers[-1]}"
+
+
 def _run_json(run: RunDirectory, name: str) -> dict[str, Any]:
     f1 = [e.score("f1") for e in run.episodes if not math.isnan(e.score("f1"))]
+    keys = [k for k in run.config.get("instance_keys") or [] if isinstance(k, Mapping)]
+    # the size of the instances themselves: a run made without --d or --n records None (each
+    # family's own size), and its keys still say what the instances were
+    d = run.config.get("d") or _size_text(k.get("d") for k in keys)
+    n = run.config.get("n") or _size_text(k.get("n") for k in keys)
     return {"name": name, "path": str(run.path), "policy": run.policy,
             "options": safe_options(run.policy_options), "settings": run.settings,
-            "split": run.split, "d": run.config.get("d"), "n": run.config.get("n"),
+            "split": run.split, "d": d, "n": n,
             "families": run.config.get("families"), "repeats": run.repeats,
             "episodes": len(run.episodes), "expected": run.expected_episodes,
             "mean_f1": sum(f1) / len(f1) if f1 else None, "created": run.config.get("created")}
@@ -454,6 +469,28 @@ class _Entry:
     has_truth: bool
 
 
+def search_text(steps: Sequence[Mapping[str, Any]], limit: int = MAX_SEARCH_CHARS) -> str:
+    """The tools an episode called and the values of their arguments, each once, in order of
+    first use (``ci_test X1 X2 kci run_algorithm pc-kci``): what the page's search matches."""
+    words: dict[str, None] = {}
+
+    def add(value: Any) -> None:
+        if isinstance(value, Mapping):
+            for item in value.values():
+                add(item)
+        elif isinstance(value, list | tuple):
+            for item in value:
+                add(item)
+        elif value is not None and not isinstance(value, bool):
+            words.setdefault(str(value)[:80], None)
+
+    for step in steps:
+        if step.get("tool"):
+            words.setdefault(str(step["tool"]), None)
+        add(step.get("args"))
+    return " ".join(words)[:limit]
+
+
 def _episode_entry(run: RunDirectory, run_number: int, name: str, episode: EpisodeRecord,
                    truths: _Truths, delta: float | None, out: Path) -> _Entry:
     """Write one episode's file and return its row of the index."""
@@ -467,7 +504,8 @@ def _episode_entry(run: RunDirectory, run_number: int, name: str, episode: Episo
            _finite(episode.score("shd")), delta, episode.steps,
            episode.termination_reason, episode.finished, episode.prompt_tokens,
            episode.completion_tokens, _finite(episode.cost_usd),
-           _finite(episode.wall_seconds), file, bool(episode.error)]
+           _finite(episode.wall_seconds), file, bool(episode.error),
+           episode.instance_sha256[:16], search_text(payload["steps"])]
     return _Entry(row, problems, bool(payload["steps"] or payload["start"] is not None),
                   payload["truth"] is not None)
 

@@ -194,6 +194,8 @@ class EpisodeRecord:
     question: Mapping[str, Any] | None = None
     ground_truth: bool = True  # False on a data table given without a graph (unscored)
     config_digest: str | None = None
+    #: what the policy said about how it ran (``Policy.notes``), e.g. an untrained condition
+    notes: tuple[str, ...] = ()
 
     @property
     def instance(self) -> InstanceId:
@@ -356,6 +358,8 @@ def _episode(run_path: Path, record: Any, where: str, task: str = "graph") -> Ep
             question=question if isinstance(question, dict) else None,
             ground_truth=bool(record.get("ground_truth", True)),
             config_digest=record.get("config_digest"),
+            notes=tuple(str(n)[:2000] for n in record.get("notes") or ()
+                        if isinstance(n, str))[:20],
         )
     except (TypeError, ValueError) as exc:
         raise RunFormatError(f"{where}: a field has the wrong type ({exc})") from None

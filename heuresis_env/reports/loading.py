@@ -383,6 +383,8 @@ def load_runs(paths: Sequence[str | os.PathLike], allow_mixed: bool = False) -> 
     check_references(arms)
     warnings += [f"{arm.label}: {arm.error_summary()}; its means leave them out"
                  for arm in arms if arm.errored()]
+    warnings += [f"{arm.label}: {note}" for arm in arms
+                 for note in dict.fromkeys(n for e in arm.episodes_of() for n in e.notes)]
     return LoadedRuns(runs, arms, warnings, question_runs)
 
 

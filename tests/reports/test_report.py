@@ -723,3 +723,13 @@ def test_the_report_says_whether_the_test_split_was_sealed():
         "not sealed ($HEURESIS_TEST_SALT was not set for any of the 2 runs)")
     assert "was not set for r1)" in sealing_text(loaded("abc", None))
     assert sealing_text(loaded(None, split="dev")) == ""
+
+
+def test_a_policys_notes_reach_the_report(tmp_path):
+    run = write_synthetic_run(tmp_path / "rl", "rl", [0.4, 0.5])
+    lines = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+    for line in lines:
+        line["notes"] = ["trained in the guided condition; this run is unguided"]
+    (run / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    loaded = load_runs([run])
+    assert loaded.warnings.count("rl: trained in the guided condition; this run is unguided") == 1

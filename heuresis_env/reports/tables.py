@@ -558,8 +558,8 @@ def repeats_table(loaded: LoadedRuns, settings: Settings,
                             if e.repeat == repeat]
                 if not episodes:
                     continue
-                all_f1 = [e.score("f1") for e in episodes]
-                finished_f1 = [e.score("f1") for e in episodes if e.finished]
+                all_f1 = [e.score("f1") for e in episodes if not e.error]
+                finished_f1 = [e.score("f1") for e in episodes if e.finished and not e.error]
                 delta = MISSING
                 values: dict[str, Any] = {"label": arm.label, "family": family,
                                           "repeat": repeat}
@@ -577,7 +577,8 @@ def repeats_table(loaded: LoadedRuns, settings: Settings,
                            delta], values,
                           [link(arm, family) if link else None] + [None] * 10)
     table.notes.append("Step budget / wall time: episodes truncated by that budget; errors: "
-                       "episodes whose policy raised (scored on the working graph); finished: "
+                       "episodes whose policy raised, was refused a tool it needs or could not "
+                       "submit what it computed (left out of the F1 means); finished: "
                        "submitted before any budget ran out.")
     return table
 

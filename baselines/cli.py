@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -19,10 +18,12 @@ from baselines.family_table import compute_family_table, format_family_table
 from baselines.oracle import ideal_oracle
 from baselines.reference import REFERENCE_ALGORITHMS, reference_record
 from baselines.structure_table import compute_suite_table, format_suite_table
+from heuresis_env.console import text_table
 from heuresis_env.discovery import get_algorithm
 from heuresis_env.errors import HeuresisError
 from heuresis_env.generation import FAMILY_GROUPS, SPLIT_SIZES, expand_families, load_dataset
 from heuresis_env.metrics import score_graph
+from heuresis_env.progress import progress_bar
 
 HELP = "Reference results per family: algorithms, BCA, oracle, merge*, headrooms."
 
@@ -64,8 +65,6 @@ def resolve_families(name: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     if args.dataset is not None:
         return run_dataset(args)
     if args.graph is not None or args.anonymize or args.no_standardize:
@@ -84,8 +83,7 @@ def run(args: argparse.Namespace) -> int:
     total = len(families) * n_algorithms * n_instances
     started = time.perf_counter()
     tables = []
-    with tqdm(total=total, desc="algorithm runs", unit="run", file=sys.stderr,
-              disable=not sys.stderr.isatty() and total < 50) as bar:
+    with progress_bar(total=total, desc="algorithm runs", unit="run") as bar:
         for family in families:
             bar.set_postfix_str(family)
             table = compute_family_table(
@@ -96,12 +94,13 @@ def run(args: argparse.Namespace) -> int:
     for table in tables:
         print(format_family_table(table))
         print()
-    print(f"{'family':<10}{'BCA':<16}{'F1(BCA)':>9}{'F1(PC-KCI)':>12}{'F1(oracle)':>12}"
-          f"{'sel. headroom':>15}{'rep. headroom':>15}")
-    for t in tables:
-        pc_kci = next(r for r in t.algorithms if r.name == "pc-kci").f1.mean
-        print(f"{t.family:<10}{t.bca:<16}{t.bca_f1.mean:>9.3f}{pc_kci:>12.3f}{t.oracle_f1.mean:>12.3f}"
-              f"{t.selection_headroom.mean:>+15.3f}{t.repair_headroom.mean:>+15.3f}")
+    print(text_table(
+        ["family", "BCA", "F1(BCA)", "F1(PC-KCI)", "F1(oracle)", "sel. headroom",
+         "rep. headroom"],
+        [[t.family, t.bca, f"{t.bca_f1.mean:.3f}",
+          f"{next(r for r in t.algorithms if r.name == 'pc-kci').f1.mean:.3f}",
+          f"{t.oracle_f1.mean:.3f}", f"{t.selection_headroom.mean:+.3f}",
+          f"{t.repair_headroom.mean:+.3f}"] for t in tables], align="<<>>>>>"))
     elapsed = time.perf_counter() - started
     print(f"\n{total} algorithm runs in {elapsed:.1f} s ({args.workers} worker(s))")
     if args.json is not None:
@@ -116,16 +115,13 @@ def run(args: argparse.Namespace) -> int:
 
 def run_suite(args: argparse.Namespace) -> int:
     """``--suite bnlearn``: the BNLearn table (cached results are read back)."""
-    from tqdm import tqdm
-
     families = expand_families(args.suite)
     count = 5 if args.count is None else args.count
     if not 1 <= count <= SPLIT_SIZES[args.split]:
         raise HeuresisError(f"--count must be in 1..{SPLIT_SIZES[args.split]}, got {count}")
     started = time.perf_counter()
     total = len(families) * count * 3
-    with tqdm(total=total, desc="algorithm runs", unit="run", file=sys.stderr,
-              disable=not sys.stderr.isatty()) as bar:
+    with progress_bar(total=total, desc="algorithm runs", unit="run") as bar:
         rows = compute_suite_table(families, args.split, count, n=args.n, workers=args.workers,
                                    n_resamples=args.resamples, progress=bar.update)
     n = 600 if args.n is None else args.n
@@ -139,6 +135,17 @@ def run_suite(args: argparse.Namespace) -> int:
                                          "seconds": elapsed}, indent=2, default=str))
         print(f"wrote {args.json}")
     return 0
+
+
+def edge_lines(name: str, edges_text: str, width: int = 100) -> str:
+    """An algorithm's edges (one per line in ``edges_text``) as wrapped, indented lines:
+    ``  pc-kci (3): a --> b, b --- c, c <-- d``."""
+    import textwrap
+
+    edges = [line.strip() for line in edges_text.splitlines() if line.strip()]
+    text = f"{name} ({len(edges)}): " + (", ".join(edges) if edges else "no edge")
+    return textwrap.fill(text, width=width, initial_indent="  ", subsequent_indent="      ",
+                         break_long_words=False, break_on_hyphens=False)
 
 
 def run_dataset(args: argparse.Namespace) -> int:
@@ -155,35 +162,36 @@ def run_dataset(args: argparse.Namespace) -> int:
           f"{', anonymized' if args.anonymize else ''}); "
           + (f"graph {args.graph}: {truth.n_edges()} edges" if truth is not None
              else "no graph given: no ground truth, outputs are not scored"))
-    print(f"  {'algorithm':<16}{'edges':>6}{'F1':>8}{'precision':>11}{'recall':>8}"
-          f"{'SHD':>6}{'seconds':>9}")
-    rows = []
+    def cell(scores: dict | None, key: str, digits: int = 3) -> str:
+        value = (scores or {}).get(key)
+        if value is None or (isinstance(value, float) and value != value):
+            return "-"
+        return f"{value:.{digits}f}" if digits else str(int(value))
+
+    rows, lines = [], []
     for name in algorithms:
         record = reference_record(instance, name)
         result = record.graph_result()
-        scores = record.scores or {}
-
-        def cell(key: str, width: int, digits: int = 3, scores: dict = scores) -> str:
-            value = scores.get(key)
-            if value is None or (isinstance(value, float) and value != value):
-                return f"{'-':>{width}}"
-            return f"{value:>{width}.{digits}f}" if digits else f"{int(value):>{width}}"
-
-        edges = result.graph.n_edges() if result.ok else "fail"
-        print(f"  {name:<16}{edges!s:>6}{cell('f1', 8)}{cell('precision', 11)}"
-              f"{cell('recall', 8)}{cell('shd', 6, 0)}"
-              f"{float(record.result.get('runtime_seconds', 0.0)):>9.2f}"
-              + ("" if result.ok else f"  {result.error}"))
+        lines.append([name, result.graph.n_edges() if result.ok else "fail",
+                      cell(record.scores, "f1"), cell(record.scores, "precision"),
+                      cell(record.scores, "recall"), cell(record.scores, "shd", 0),
+                      f"{float(record.result.get('runtime_seconds', 0.0)):.2f}",
+                      "" if result.ok else result.error])
         rows.append({"algorithm": name, "scores": record.scores,
                      "edges": result.graph.to_text() if result.ok else None,
                      "error": result.error})
     if truth is not None and "pc-kci" in algorithms and reference_record(instance, "pc-kci").ok:
         scores = score_graph(ideal_oracle(instance), truth)
-        print(f"  {'oracle':<16}{scores['n_edges']:>6}{scores['f1']:>8.3f}"
-              f"{scores['precision']:>11.3f}{scores['recall']:>8.3f}"
-              + (f"{int(scores['shd']):>6}" if scores["shd"] == scores["shd"] else f"{'-':>6}")
-              + "  (PC-KCI + wrongly deleted true edges)")
+        lines.append(["oracle", scores["n_edges"], cell(scores, "f1"), cell(scores, "precision"),
+                      cell(scores, "recall"), cell(scores, "shd", 0), "",
+                      "(PC-KCI + wrongly deleted true edges)"])
         rows.append({"algorithm": "oracle", "scores": scores, "edges": None, "error": None})
+    print(text_table(["algorithm", "edges", "F1", "precision", "recall", "SHD", "seconds", ""],
+                     lines, align="<>>>>>><", indent="  "))
+    print("\nDiscovered edges:")
+    for row in rows:
+        if row["edges"] is not None:
+            print(edge_lines(row["algorithm"], row["edges"]))
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"dataset": str(args.dataset),

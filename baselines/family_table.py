@@ -19,6 +19,7 @@ from baselines.merges import best_k, merge_k
 from baselines.oracle import ideal_oracle
 from baselines.reference import REFERENCE_ALGORITHMS, reference_record
 from baselines.selection import select_bca
+from heuresis_env.console import text_table
 from heuresis_env.generation import SPLIT_SIZES, InstanceKey, generate_instance
 from heuresis_env.graphs import Graph
 from heuresis_env.metrics import paired_bootstrap, score_graph
@@ -191,18 +192,18 @@ def compute_family_table(family: str, split: str = "test", count: int | None = N
 
 def format_family_table(table: FamilyTable) -> str:
     """The table as plain text (what ``heuresis baselines`` prints)."""
+    rows = [[row.name, row.f1, row.nshd, row.failures, f"{row.mean_seconds:.2f}"]
+            for row in table.algorithms]
+    rows += [[f"BCA = {table.bca}", table.bca_f1, f"(dev mean F1 {table.bca_dev_f1:.3f})", "",
+              ""],
+             ["oracle", table.oracle_f1, "(PC-KCI + wrongly deleted true edges)", "", ""],
+             [f"merge* (k={table.merge_star_k})", table.merge_star_f1, "(best k in hindsight)",
+              "", ""]]
     lines = [
         f"family {table.family} — {table.split} split, {table.n_instances} instances; "
         f"BCA selected on {table.selection_instances} {table.selection_split} instances",
-        f"  {'algorithm':<16}{'adjacency F1 [95% CI]':<28}{'nSHD [95% CI]':<28}{'fail':>5}{'s/inst':>9}",
-    ]
-    for row in table.algorithms:
-        lines.append(f"  {row.name:<16}{row.f1!s:<28}{row.nshd!s:<28}{row.failures:>5}"
-                     f"{row.mean_seconds:>9.2f}")
-    lines += [
-        f"  {'BCA = ' + table.bca:<16}{table.bca_f1!s:<28}(dev mean F1 {table.bca_dev_f1:.3f})",
-        f"  {'oracle':<16}{table.oracle_f1!s:<28}(PC-KCI + wrongly deleted true edges)",
-        f"  {f'merge* (k={table.merge_star_k})':<16}{table.merge_star_f1!s:<28}(best k in hindsight)",
+        text_table(["algorithm", "adjacency F1 [95% CI]", "nSHD [95% CI]", "fail", "s/inst"],
+                   rows, align="<<<>>", indent="  "),
         f"  selection headroom F1(BCA) − F1(PC-KCI): {table.selection_headroom}",
         f"  repair headroom    F1(oracle) − F1(BCA): {table.repair_headroom}",
     ]

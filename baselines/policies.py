@@ -115,9 +115,11 @@ class AlgorithmPolicy(Policy):
 
     The output is also saved in the graph memory; when its edges cannot be written as a list
     (circle–tail marks, over 512 edges) the policy loads it with ``load_graph`` and submits the
-    working graph. A failed run submits the empty graph (the reference tables score a failure
-    as the empty output). If the environment refuses the submitted list (e.g. a directed cycle
-    under the dag target), the policy submits the working graph as it stands.
+    working graph. A failed or refused run submits the empty graph; if the environment refuses
+    the submitted list (e.g. a directed cycle under the dag target), the policy submits the
+    working graph as it stands. Either way, and when the step budget leaves no room for the
+    run, :meth:`failure` says why, so the runner records the episode as an error (not as a
+    finished empty submission).
     """
 
     interface = "text"
@@ -137,7 +139,10 @@ class AlgorithmPolicy(Policy):
     def act(self, observation: Any, info: dict[str, Any]) -> Any:
         stage = self._stage
         if stage == "run":
-            if _budget_left(observation) < 2:
+            budget = _budget_left(observation)
+            if budget < 2:
+                self.error = (f"the step budget left {budget} step(s): no room to run "
+                              f"{self.algorithm} and submit its output")
                 self._stage = "done"
                 return {"tool": "submit", "args": {}}
             self._stage = "read"
@@ -147,18 +152,30 @@ class AlgorithmPolicy(Policy):
         if stage == "read":
             data = info.get("data") or {}
             if info.get("error") is not None or data.get("graph") is None:
-                self.error = str(info.get("error"))
+                reason = info.get("error") or "it returned no graph"
+                self.error = f"run_algorithm {self.algorithm} failed: {reason}"
                 self._stage = "submitted"
                 return {"tool": "submit", "args": {"edges": []}}
             self.output = Graph.from_dict(data["graph"])
-            if edge_strings(self.output) is None and _budget_left(observation) >= 2:
-                self._stage = "loaded"
-                return {"tool": "load_graph", "args": {"name": OUTPUT_NAME}}
+            if edge_strings(self.output) is None:
+                if _budget_left(observation) >= 2:
+                    self._stage = "loaded"
+                    return {"tool": "load_graph", "args": {"name": OUTPUT_NAME}}
+                self.error = (f"{self.algorithm}'s output cannot be written as an edge list "
+                              "and no step was left to load it: the working graph was "
+                              "submitted instead")
             self._stage = "submitted"
             return _submit(self.output)
         # after load_graph, or after a refused submit: submit the working graph
+        if self.error is None and info.get("error") is not None:
+            what = "load_graph of" if stage == "loaded" else "the submission of"
+            self.error = (f"{what} {self.algorithm}'s output was refused ({info['error']}): "
+                          "the working graph was submitted instead")
         self._stage = "done"
         return {"tool": "submit", "args": {}}
+
+    def failure(self) -> str | None:
+        return self.error
 
 
 def algorithm_policy(name: str, params: Mapping[str, Any] | None = None) -> AlgorithmPolicy:
@@ -417,6 +434,7 @@ class OraclePolicy(ReferencePolicy):
         self.alpha = float(alpha)
         self.graph: Graph | None = None
         self._submitted = False
+        self.error: str | None = None
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
         instance, self.instance = self.instance, None  # the truth given for this episode only
@@ -434,14 +452,25 @@ class OraclePolicy(ReferencePolicy):
                 "(pass salt=... or set HEURESIS_TEST_SALT to the environment's salt)")
         self.graph = ideal_oracle(instance, self.alpha)
         self._submitted = False
+        self.error = None
+        if edge_strings(self.graph) is None:
+            self.error = ("the oracle's graph cannot be written as an edge list: the working "
+                          "graph was submitted instead")
 
     def act(self, observation: Any, info: dict[str, Any]) -> Any:
         if self.graph is None:
             raise HeuresisError("OraclePolicy.act called before reset")
         if self._submitted:  # the list was refused (a directed cycle under a dag target)
+            self.error = self.error or (f"the oracle's edge list was refused "
+                                        f"({info.get('error')}): the working graph was "
+                                        "submitted instead")
             return {"tool": "submit", "args": {}}
         self._submitted = True
         return _submit(self.graph)
+
+
+    def failure(self) -> str | None:
+        return self.error
 
 
 def oracle_policy(salt: str | None = None, alpha: float = 0.05) -> OraclePolicy:
@@ -456,7 +485,8 @@ class MergePolicy(Policy):
 
     A failed run counts as the empty graph (as in the reference tables). When the step budget
     would run out first, it submits the merge of the outputs it has, with k clipped to their
-    number.
+    number. A failed or skipped run, or a refused submission, is the episode's
+    :meth:`failure`.
     """
 
     interface = "text"
@@ -483,6 +513,7 @@ class MergePolicy(Policy):
         self.name = f"merge-{self.k}"
         self.outputs: list[Graph] = []
         self.failures: dict[str, str] = {}
+        self.refused: str | None = None
         self._next = 0
         self._names: tuple[str, ...] = ()
         self._submitted = False
@@ -494,6 +525,7 @@ class MergePolicy(Policy):
         self.outputs, self.failures = [], {}
         self._next = 0
         self._submitted = False
+        self.refused = None
 
     def merged(self) -> Graph | None:
         """merge_k of the outputs so far (k clipped to their number); None before the first."""
@@ -503,7 +535,8 @@ class MergePolicy(Policy):
         return merge_k(self.outputs, min(self.k, len(self.outputs)))
 
     def act(self, observation: Any, info: dict[str, Any]) -> Any:
-        if self._submitted:
+        if self._submitted:  # the merged list was refused
+            self.refused = f"the merged edge list was refused ({info.get('error')})"
             return {"tool": "submit", "args": {}}
         if self._next > 0 and len(self.outputs) < self._next:
             name = self.algorithms[self._next - 1][0]
@@ -519,6 +552,16 @@ class MergePolicy(Policy):
             return {"tool": "run_algorithm", "args": {"name": name, "params": params}}
         self._submitted = True
         return _submit(self.merged())
+
+    def failure(self) -> str | None:
+        reasons = [f"run_algorithm {name} failed: {error}"
+                   for name, error in self.failures.items()]
+        skipped = [name for name, _ in self.algorithms[self._next:]]
+        if skipped:
+            reasons.append(f"the step budget left no room to run {', '.join(skipped)}")
+        if self.refused:
+            reasons.append(self.refused)
+        return "; ".join(reasons) or None
 
     def transcript(self) -> list[dict[str, Any]] | None:
         return [{"kind": "merge", "k": self.k,

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from baselines.family_table import Cell, run_jobs
+from heuresis_env.console import text_table
 from heuresis_env.generation import STRUCTURE_FAMILIES, InstanceKey, get_family
 from heuresis_env.seeding import text_seed
 
@@ -98,19 +99,20 @@ def compute_suite_table(families: Sequence[str] = STRUCTURE_FAMILIES, split: str
 
 def format_suite_table(rows: Sequence[NetworkRow], split: str, n: int) -> str:
     """The table ``heuresis baselines --suite bnlearn`` prints."""
-    head = (f"{'network':<20}{'d':>4}{'arcs':>6}{'inst':>6}  {'PC-Fisher-z':<21}"
-            f"{'PC-KCI':<21}{'GES':<21}{'oracle':<21}{'GES share of oracle gain':<26}")
-    lines = [f"BNLearn structures, anonymized, linear-Gaussian data ({split} split, n = {n}): "
-             "mean adjacency F1 [95% interval]", head]
+    cells = []
     for row in rows:
-        cells = "".join(f"{row.f1[a].mean:.3f} [{row.f1[a].low:.2f}, {row.f1[a].high:.2f}]  "
-                        for a in (*SUITE_ALGORITHMS, "oracle"))
         share = ("n/a (oracle gains nothing)" if math.isnan(row.share) else
                  f"{row.share:.0%}" + ("" if math.isnan(row.share_low) else
                                        f" [{row.share_low:.0%}, {row.share_high:.0%}]"))
         failed = {a: k for a, k in row.failures.items() if k}
-        lines.append(f"{row.family:<20}{row.d:>4}{row.n_edges:>6}{row.n_instances:>6}  {cells}"
-                     f"{share}" + (f"  failures: {failed}" if failed else ""))
+        cells.append([row.family, row.d, row.n_edges, row.n_instances,
+                      *(f"{row.f1[a].mean:.3f} [{row.f1[a].low:.2f}, {row.f1[a].high:.2f}]"
+                        for a in (*SUITE_ALGORITHMS, "oracle")),
+                      share + (f"  failures: {failed}" if failed else "")])
+    lines = [f"BNLearn structures, anonymized, linear-Gaussian data ({split} split, n = {n}): "
+             "mean adjacency F1 [95% interval]",
+             text_table(["network", "d", "arcs", "inst", "PC-Fisher-z", "PC-KCI", "GES",
+                         "oracle", "GES share of oracle gain"], cells, align="<>>><<<<<")]
     lines.append("share = (F1(GES) − F1(PC-KCI)) / (F1(oracle) − F1(PC-KCI)); oracle = PC-KCI "
                  "with every wrongly deleted true edge restored")
     return "\n".join(lines)

@@ -15,6 +15,7 @@ BLAS thread. Usage::
     python benchmarks/bench_notears.py [--family anm] [--index 0] [--repeats 1] [--noise-floor]
     python benchmarks/bench_notears.py --per-family 2 [--n 600] [--noise-floor]
     python benchmarks/bench_notears.py --time anm/0,mixed/0 [--n 200]
+    python benchmarks/bench_notears.py --lbfgsb anm/0,lg/0,wild/0 [--repeats 2]
 
 ``--per-family K`` runs the reference code (autograd, ``scipy.linalg.expm``) and
 ``notears_mlp`` on the first K dev instances of every family instead: per instance the time
@@ -283,6 +284,57 @@ def time_only(instances: list[str], n: int | None) -> None:
                   flush=True)
 
 
+def lbfgsb_drivers(instances: list[str], n: int | None, repeats: int) -> None:
+    """NOTEARS-MLP and NOTEARS linear with L-BFGS-B driven two ways, in the same run:
+    :func:`~heuresis_env.discovery.lbfgsb.minimize_lbfgsb`'s direct loop around SciPy's
+    private ``setulb``, and SciPy's public ``scipy.optimize.minimize(method="L-BFGS-B")``
+    (``direct=False``). Runs alternate, the minimum of ``repeats`` counts; prints seconds,
+    evaluations, the public/direct ratio, and whether the results are the same bit for bit."""
+    import functools
+
+    import heuresis_env.discovery.notears as notears_module
+    from heuresis_env.discovery.lbfgsb import minimize_lbfgsb
+    from heuresis_env.generation.instances import InstanceKey, generate_instance
+
+    drivers = {"direct": functools.partial(minimize_lbfgsb, direct=True),
+               "public": functools.partial(minimize_lbfgsb, direct=False)}
+    totals = {name: 0.0 for name in drivers}
+    torch.set_num_threads(1)
+    print(f"{'instance':<10}{'method':<13}{'direct s':>9}{'public s':>9}{'evals':>8}"
+          f"{'public/direct':>15}  same result")
+    with threadpool_limits(limits=1, user_api="blas"):
+        notears_mlp(np.random.default_rng(0).normal(size=(50, 4)), max_iter=1,
+                    max_inner_iter=5)  # imports and compiled code loaded before timing
+        for name in instances:
+            family, index = name.split("/")
+            x = np.asarray(generate_instance(InstanceKey(family, "dev", int(index), n=n)).X)
+            for method, run in (("notears-mlp", notears_mlp),
+                                ("notears", notears_module.notears_linear)):
+                seconds = {driver: math.inf for driver in drivers}
+                results = {}
+                for _ in range(repeats):
+                    for driver, minimize in drivers.items():
+                        original = notears_module.minimize_lbfgsb
+                        notears_module.minimize_lbfgsb = minimize
+                        try:
+                            start = time.perf_counter()
+                            results[driver] = run(x)
+                            elapsed = time.perf_counter() - start
+                        finally:
+                            notears_module.minimize_lbfgsb = original
+                        seconds[driver] = min(seconds[driver], elapsed)
+                for driver in drivers:
+                    totals[driver] += seconds[driver]
+                same = (np.array_equal(results["direct"].raw_weights,
+                                       results["public"].raw_weights)
+                        and results["direct"].n_evaluations == results["public"].n_evaluations)
+                print(f"{name:<10}{method:<13}{seconds['direct']:>9.2f}{seconds['public']:>9.2f}"
+                      f"{results['direct'].n_evaluations:>8d}"
+                      f"{seconds['public'] / seconds['direct']:>14.2f}×  {same}", flush=True)
+    print(f"total: direct {totals['direct']:.2f} s, public {totals['public']:.2f} s, public is "
+          f"{totals['public'] / totals['direct']:.2f}× the direct driver's time")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--family", default="anm")
@@ -299,7 +351,14 @@ def main() -> None:
                         help="only time notears_mlp on these dev instances (e.g. anm/0,lg/1): "
                              "seconds, evaluations, ms per evaluation; run it in two checkouts "
                              "to compare them")
+    parser.add_argument("--lbfgsb", metavar="FAMILY/INDEX,…", default=None,
+                        help="time NOTEARS-MLP and NOTEARS with the direct L-BFGS-B driver and "
+                             "with scipy.optimize.minimize on these dev instances (e.g. "
+                             "anm/0,lg/0), in the same run")
     args = parser.parse_args()
+    if args.lbfgsb:
+        lbfgsb_drivers(args.lbfgsb.split(","), args.n, args.repeats)
+        return
     if args.per_family:
         agreement(args.per_family, args.n, args.noise_floor)
         return

@@ -18,8 +18,8 @@ Conventions (``docs/scores.md`` gives the full definitions):
   CPDAG, so an output equal to the true CPDAG scores 0.
 
 Graphs are matched by variable *name*: the output may list the variables in another order, but
-both graphs must have the same set of names. This module imports only NumPy (and the standard
-library's ``statistics`` for the Wilson interval's normal quantile).
+both graphs must have the same set of names. This module imports NumPy; SciPy (the bootstrap)
+and statsmodels (the Wilson interval) load when those intervals are first asked for.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ import math
 import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
-from statistics import NormalDist
 
 import numpy as np
 
@@ -383,9 +382,12 @@ def wilson_interval(values: object, confidence: float = 0.95) -> BootstrapResult
 
     For accuracies over few questions, where a percentile bootstrap of all-correct answers
     would give the empty interval [1, 1]. The mean of fractional values (repeats averaged per
-    unit) is treated as a share over ``n`` units. Returned as a :class:`BootstrapResult` with
+    unit) is treated as a share over ``n`` units. The interval is statsmodels'
+    (``proportion_confint(..., method="wilson")``). Returned as a :class:`BootstrapResult` with
     ``n_resamples`` 0 (NaNs dropped, counted in ``n_dropped``).
     """
+    from statsmodels.stats.proportion import proportion_confint
+
     _check_settings(1, confidence)
     vector = _as_vector(values, "values")
     kept = vector[~np.isnan(vector)]
@@ -395,9 +397,7 @@ def wilson_interval(values: object, confidence: float = 0.95) -> BootstrapResult
     if np.any((kept < 0) | (kept > 1)):
         raise DataError("a Wilson interval needs shares in [0, 1]")
     n, share = int(kept.size), float(kept.mean())
-    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
-    centre = (share + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return BootstrapResult(share, max(0.0, centre - half), min(1.0, centre + half),
+    low, high = proportion_confint(share * n, n, alpha=1.0 - confidence, method="wilson")
+    return BootstrapResult(share, max(0.0, float(low)), min(1.0, float(high)),
                            float(confidence), math.sqrt(share * (1 - share) / n), n, n_dropped,
                            0)

@@ -74,6 +74,22 @@ class Policy(ABC):
         """The episode's full exchange with a model, for policies that have one."""
         return None
 
+    def failure(self) -> str | None:
+        """Why this episode's submission is not what the policy set out to submit, or None.
+
+        A policy that was refused a tool it needs (an algorithm run that failed, a budget too
+        small for its plan) or whose submission the environment rejected says so here; the
+        runner records the reason as the episode's ``error``, so the episode is reported as
+        errored rather than as a finished empty submission.
+        """
+        return None
+
+    def notes(self) -> list[str]:
+        """What a reader of the run should know about how the policy ran (e.g. a condition it
+        was not made for); the runner keeps them with each episode and the run's summary
+        lists them once. Empty by default."""
+        return []
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (clients, servers)."""
 

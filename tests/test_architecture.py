@@ -42,7 +42,7 @@ PUBLIC_MODULES = {
     "heuresis_env.graphs", "heuresis_env.metrics", "heuresis_env.seeding",
     "heuresis_env.cache", "heuresis_env.budgets", "heuresis_env.registration",
     "heuresis_env.files", "heuresis_env.data", "heuresis_env.trace_files", "heuresis_env.version",
-    "heuresis_env.threads",
+    "heuresis_env.threads", "heuresis_env.progress", "heuresis_env.console",
 }
 
 

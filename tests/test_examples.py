@@ -40,6 +40,11 @@ def test_compare_llm_backends_runs_both_sdks_against_the_loopback_server(tmp_pat
         results = (tmp_path / "cmp" / arm / "results.jsonl").read_text().splitlines()
         assert len(results) == 1
     assert (tmp_path / "cmp" / "report" / "report.html").exists()
+    # a second run resumes (the loopback server's new random port is not part of the runs'
+    # identity) and rewrites the report and viewer
+    again = run_example("compare_llm_backends.py", "--d", "5", "--n", "200", "--count", "1",
+                        "--out", str(tmp_path / "cmp"))
+    assert "(0 run now, 1 resumed)" in again and "| llm-openai" in again
 
 
 @pytest.mark.slow

@@ -473,3 +473,18 @@ def test_a_seeded_paired_bootstrap_is_kept_on_disk_and_read_back_identically(mon
     # the cached value is what a fresh computation gives
     monkeypatch.setenv("HEURESIS_NO_CACHE", "1")
     assert paired_bootstrap(a, b, n_resamples=3000, seed=11) == first and len(calls) == 6
+
+
+def test_the_wilson_interval_is_statsmodels():
+    from statsmodels.stats.proportion import proportion_confint
+
+    from heuresis_env.metrics import wilson_interval
+
+    for values in ([1, 1, 1], [1, 0, 0, 1, 1], [0.5, 1.0, 0.0, 1.0]):
+        result = wilson_interval(values, confidence=0.9)
+        share = float(np.mean(values))
+        low, high = proportion_confint(share * len(values), len(values), alpha=0.1,
+                                       method="wilson")
+        assert (result.mean, result.low, result.high) == pytest.approx((share, low, high))
+    assert wilson_interval([1, 1, 1]).high == 1.0 and wilson_interval([1, 1, 1]).low < 1.0
+    assert math.isnan(wilson_interval([]).low)

@@ -4,10 +4,11 @@ The policy speaks one message format — OpenAI's chat-completions shape (``syst
 ``assistant`` with ``tool_calls``, ``tool`` with ``tool_call_id``) — and every backend turns
 it into its API's request and the API's response into a :class:`ChatReply`.
 
-Retries are ours, not the SDKs' (their ``max_retries`` is 0): a rate limit (429), a server
-error (5xx, 408, 409), a time-out or a lost connection is retried with exponential back-off
-and jitter, honouring ``Retry-After``, up to ``max_retries`` times and never past the
-caller's deadline. Each reply carries the number of retries it took (``api_retries``), so the
+Retries run through tenacity, not the SDKs' own loop (their ``max_retries`` is 0, so the
+caller's deadline bounds every attempt and every wait): a rate limit (429), a server error
+(5xx, 408, 409), a time-out or a lost connection is retried with exponential back-off and
+jitter, honouring ``Retry-After``, up to ``max_retries`` times and never past the caller's
+deadline. Each reply carries the number of retries it took (``api_retries``), so the
 policy can report them; they never cost the agent a step.
 """
 
@@ -128,46 +129,79 @@ def call_with_retries(attempt: Callable[[float | None], Any],
                       clock: Callable[[], float] = time.monotonic) -> tuple[Any, int, list[str]]:
     """Run ``attempt(timeout)`` until it succeeds; returns (result, retries, retry messages).
 
-    ``classify`` turns an exception into a :class:`Failure` (None: not an API error, re-raised
-    as it is). Each attempt's time-out is cut to the time left before ``deadline``; no attempt
+    The loop is tenacity's (``Retrying``: stop after ``max_retries + 1`` attempts, wait by
+    ``schedule``, ``sleep`` injectable). ``classify`` turns an exception into a
+    :class:`Failure` (None: not an API error, re-raised as it is); only a retryable failure is
+    retried. Each attempt's time-out is cut to the time left before ``deadline``; no attempt
     or wait runs past it (:class:`DeadlineExceeded`).
     """
+    import tenacity
+
     errors: list[str] = []
-    retries = 0
-    while True:
+    # id of an exception → (the exception, kept alive so no other takes its id, and how it is
+    # classified): tenacity asks about one failure in several places
+    failures: dict[int, tuple[BaseException, Failure | None]] = {}
+
+    def failure_of(exc: BaseException) -> Failure | None:
+        if isinstance(exc, BackendError):  # ours (the deadline): never an API error to retry
+            return None
+        if id(exc) not in failures:
+            failures[id(exc)] = (exc, classify(exc))
+        return failures[id(exc)][1]
+
+    def retryable(exc: BaseException) -> bool:
+        failure = failure_of(exc)
+        if failure is None or not failure.retryable:
+            return False
+        errors.append(failure.message)
+        return True
+
+    def one_attempt() -> Any:
         per_attempt = timeout
         if deadline is not None:
             left = deadline - clock()
             if left <= 0:
                 raise DeadlineExceeded(
                     "the deadline passed before the model answered"
-                    + (f" (after {retries} retries: {errors[-1]})" if errors else ""),
-                    attempts=retries, retries=retries, retry_errors=errors)
+                    + (f" (after {len(errors)} retries: {errors[-1]})" if errors else ""),
+                    attempts=len(errors), retries=len(errors), retry_errors=errors)
             per_attempt = left if per_attempt is None else min(per_attempt, left)
-        try:
-            return attempt(per_attempt), retries, errors
-        except BaseException as exc:  # noqa: BLE001 - classified below, re-raised otherwise
-            failure = classify(exc)
-            if failure is None:
-                raise
-            if not failure.retryable:
-                raise BackendError(failure.message, status=failure.status, attempts=retries + 1,
-                                   retries=retries, fatal=failure.fatal,
-                                   retry_errors=errors) from exc
-            errors.append(failure.message)
-            if retries >= schedule.max_retries:
-                raise BackendError(
-                    f"gave up after {retries + 1} attempts; last error: {failure.message}",
-                    status=failure.status, attempts=retries + 1, retries=retries,
-                    retry_errors=errors) from exc
-            wait = schedule.delay(retries, rng, failure.retry_after)
-            if deadline is not None and clock() + wait >= deadline:
-                raise DeadlineExceeded(
-                    f"the deadline leaves no time to retry after: {failure.message}",
-                    status=failure.status, attempts=retries + 1, retries=retries,
-                    retry_errors=errors) from exc
-            sleep(wait)
-            retries += 1
+        return attempt(per_attempt)
+
+    def wait(state: tenacity.RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        failure = failure_of(exc) if exc is not None else None
+        retries = state.attempt_number - 1
+        seconds = schedule.delay(retries, rng, None if failure is None else failure.retry_after)
+        if deadline is not None and clock() + seconds >= deadline:
+            raise DeadlineExceeded(
+                f"the deadline leaves no time to retry after: {errors[-1]}",
+                status=None if failure is None else failure.status,
+                attempts=retries + 1, retries=retries, retry_errors=errors) from exc
+        return seconds
+
+    retrying = tenacity.Retrying(
+        retry=tenacity.retry_if_exception(retryable),
+        stop=tenacity.stop_after_attempt(schedule.max_retries + 1),
+        wait=wait, sleep=sleep, reraise=True)
+    try:
+        result = retrying(one_attempt)
+    except BackendError:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - classified below, re-raised otherwise
+        failure = failure_of(exc)
+        if failure is None:
+            raise
+        retries = retrying.statistics.get("attempt_number", 1) - 1
+        if not failure.retryable:
+            raise BackendError(failure.message, status=failure.status, attempts=retries + 1,
+                               retries=retries, fatal=failure.fatal,
+                               retry_errors=errors) from exc
+        raise BackendError(
+            f"gave up after {retries + 1} attempts; last error: {failure.message}",
+            status=failure.status, attempts=retries + 1, retries=retries,
+            retry_errors=errors) from exc
+    return result, retrying.statistics.get("attempt_number", 1) - 1, errors
 
 
 def _retry_after_seconds(headers: Any) -> float | None:

@@ -270,12 +270,13 @@ class ChatServer:
     ``url`` is the OpenAI-style base URL (``http://127.0.0.1:PORT/v1``), ``root_url`` the
     Anthropic one. Replies come from the script, then from ``responder`` when the script is
     empty; with neither, the server answers 400 "no reply left". ``requests`` records every
-    request; use it as a context manager or call :meth:`close`.
+    request; use it as a context manager or call :meth:`close`. ``port`` 0 (default) takes a
+    free port; ``heuresis llm-server --port P`` serves :class:`HeuristicModel` on a fixed one.
     """
 
     def __init__(self, script: Iterable[ScriptedReply] = (), *,
                  responder: Callable[[ChatRequest], ScriptedReply] | None = None,
-                 model: str = "scripted", validate: bool = True):
+                 model: str = "scripted", validate: bool = True, port: int = 0):
         self.model = model
         self.responder = responder
         self.validate = validate
@@ -285,7 +286,11 @@ class ChatServer:
         self._stopping = threading.Event()
         self._counter = 0
         handler = type("ChatHandler", (_ChatHandler,), {"chat_server": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        try:  # port 0: a free port chosen by the system
+            self._httpd = ThreadingHTTPServer(("127.0.0.1", int(port)), handler)
+        except OSError as exc:
+            raise HeuresisError(f"the chat server cannot listen on 127.0.0.1:{port} "
+                                f"({exc.strerror or exc}); choose another port") from None
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever,
                                         kwargs={"poll_interval": 0.05}, daemon=True,

@@ -15,12 +15,11 @@ from agents.probe.run import (
     read_pair_answer,
     run_probe,
     score_network,
-    wilson_interval,
     write_probe,
 )
 
 __all__ = [
     "ARMS", "PROBE_HEURISTIC_MODEL", "NetworkItem", "PairItem", "ProbeHeuristicModel",
     "ProbeResult", "network_items", "orientation_accuracy", "pair_items", "read_pair_answer",
-    "run_probe", "score_network", "wilson_interval", "write_probe",
+    "run_probe", "score_network", "write_probe",
 ]

@@ -31,7 +31,7 @@ from agents.probe.items import (
 )
 from heuresis_env.files import atomic_write_bytes, json_safe
 from heuresis_env.graphs import EdgeMark, Graph, graph_from_edge_lines
-from heuresis_env.metrics import adjacency_scores
+from heuresis_env.metrics import adjacency_scores, wilson_interval
 from heuresis_env.reports import PROBE_FILE, PROBE_FORMAT_VERSION
 
 MAX_TOKENS = 2048
@@ -77,18 +77,6 @@ def read_pair_answer(reply: str) -> bool | None:
     return None
 
 
-def wilson_interval(successes: int, trials: int, z: float = 1.959963984540054
-                    ) -> tuple[float, float]:
-    """95% Wilson score interval of a proportion (nan for no trials)."""
-    if trials == 0:
-        return math.nan, math.nan
-    p = successes / trials
-    centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
-    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / (
-        1 + z * z / trials)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 @dataclass
 class ProbeResult:
     backend: str
@@ -101,7 +89,8 @@ class ProbeResult:
     def pair_summary(self, arm: str) -> dict[str, Any]:
         rows = [p for p in self.pairs if p["arm"] == arm]
         correct = sum(bool(p["correct"]) for p in rows)
-        low, high = wilson_interval(correct, len(rows))
+        interval = wilson_interval([bool(p["correct"]) for p in rows])  # nan without pairs
+        low, high = interval.low, interval.high
         return {"arm": arm, "pairs": len(rows), "correct": correct,
                 "accuracy": correct / len(rows) if rows else math.nan, "low": low,
                 "high": high, "unparsed": sum(p["answer"] is None for p in rows)}

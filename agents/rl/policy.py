@@ -144,6 +144,19 @@ class RLPolicy(Policy):
         super().configure(settings)
         self._masker = ActionMasker(self.d, settings.target, uses_orientations(settings.target))
 
+    def notes(self) -> list[str]:
+        """A run in another condition than the one the model was trained in is legal, and
+        scores far lower (unguided, the policy edits an empty graph instead of PC-KCI's
+        output): said in the run's summary and report."""
+        trained = bool(self.config.get("guided", True))
+        if bool(self.settings.guided) == trained:
+            return []
+        if trained:
+            return [f"the RL policy {self.name!r} was trained in the guided condition (it edits "
+                    "PC-KCI's output); this run is unguided, so it starts from the empty graph "
+                    "and scores far lower: run it with --guided"]
+        return [f"the RL policy {self.name!r} was trained unguided; this run is guided"]
+
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
         size = int(np.asarray(observation["adjacency"]).size)
         if size != self.d * self.d:

@@ -49,6 +49,7 @@ from heuresis_env.evidence import EVIDENCE_VERSION
 from heuresis_env.generation import SPLIT_SIZES, expand_families
 from heuresis_env.metrics import paired_bootstrap
 from heuresis_env.policy import EpisodeResult, EpisodeSettings
+from heuresis_env.progress import ProgressLines, progress_bar
 from heuresis_env.version import __version__
 
 __all__ = [
@@ -58,6 +59,7 @@ __all__ = [
     "SCRATCH_HYPERPARAMETERS",
     "EntropySchedule",
     "LearningCurveCallback",
+    "TrainingProgress",
     "TrainingReport",
     "train",
 ]
@@ -124,6 +126,44 @@ class LearningCurveCallback(BaseCallback):
                                   "f1": float(scores.get("f1", np.nan)),
                                   "length": float(info["episode"]["l"])})
         return True
+
+
+class TrainingProgress(BaseCallback):
+    """Shows PPO's progress: a bar with the time left on a terminal, else a line at most every
+    ``every_seconds`` through ``say`` (steps done, elapsed, the time left, and the mean F1 gain
+    of the last training episodes read from ``curve``)."""
+
+    def __init__(self, total_steps: int, say: Callable[[str], None],
+                 curve: LearningCurveCallback | None = None, every_seconds: float = 30.0,
+                 show_bar: bool = True):
+        super().__init__()
+        self.total = int(total_steps)
+        self.curve = curve
+        self.bar = progress_bar(total=self.total, show=show_bar, desc="PPO", unit="step",
+                                leave=False)
+        # the bar is drawn on a terminal only; elsewhere plain lines say how far it is
+        self.lines = None if not self.bar.disable else ProgressLines(
+            "PPO", self.total, say, every_seconds=every_seconds)
+        self._shown = 0
+
+    def _recent_gain(self) -> str:
+        episodes = [] if self.curve is None else self.curve.episodes[-50:]
+        if not episodes:
+            return ""
+        return f"mean F1 gain of the last {len(episodes)} episodes " \
+               f"{np.mean([e['f1_gain'] for e in episodes]):+.3f}"
+
+    def _on_step(self) -> bool:
+        done = min(int(self.num_timesteps), self.total)
+        if done > self._shown:
+            self.bar.update(done - self._shown)
+            self._shown = done
+        if self.lines is not None:
+            self.lines.update(done, self._recent_gain())
+        return True
+
+    def _on_training_end(self) -> None:
+        self.bar.close()
 
 
 @dataclass
@@ -299,8 +339,9 @@ def train(family: str = "wild", algo: str = "maskable_ppo", steps: int = 20_000,
     callback = LearningCurveCallback()
     schedule = EntropySchedule(params["ent_coef"], params["ent_coef_final"], steps)
     say(f"training {algo} ({architecture}) for {steps} steps on {n_envs} environment(s)")
+    shown = TrainingProgress(steps, say, callback, show_bar=progress is not None)
     started, cpu_started = time.perf_counter(), time.process_time()
-    model.learn(total_timesteps=steps, callback=[callback, schedule])
+    model.learn(total_timesteps=steps, callback=[callback, schedule, shown])
     training_seconds = time.perf_counter() - started
     training_cpu_seconds = time.process_time() - cpu_started
     env.close()

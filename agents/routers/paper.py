@@ -351,6 +351,8 @@ class PaperRouterPolicy(Policy):
         self.decision: RouterDecision | None = None
         self._shown = False
         self._branch_graph_matches: bool | None = None
+        self._submitted = False
+        self._failure: str | None = None
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
         if "data" not in info or "names" not in info:
@@ -366,6 +368,8 @@ class PaperRouterPolicy(Policy):
         self.decision = replace(decision, runtime_seconds=time.perf_counter() - started)
         self._shown = False
         self._branch_graph_matches = None
+        self._submitted = False
+        self._failure = None
 
     def act(self, observation: Any, info: dict[str, Any]) -> Any:
         if self.decision is None:
@@ -380,7 +384,17 @@ class PaperRouterPolicy(Policy):
                     "args": {"name": self.decision.branch,
                              "params": {"alpha": self.decision.alpha}}}
         edges = edge_strings(self.decision.graph)
+        if self._submitted:  # the router's edge list was refused
+            self._failure = self._failure or (f"the router's edge list was refused "
+                                              f"({info.get('error')})")
+        elif edges is None:
+            self._failure = ("the router's graph cannot be written as an edge list: the empty "
+                             "graph was submitted instead")
+        self._submitted = True
         return {"tool": "submit", "args": {"edges": edges if edges is not None else []}}
+
+    def failure(self) -> str | None:
+        return self._failure
 
     def _branch_graph(self) -> Graph:
         decision = self.decision

@@ -106,6 +106,7 @@ class ScratchpadBase(Policy):
         self._edit_errors: list[str] = []
         self._kci_kept: set[tuple[str, str]] = set()
         self._submit_rejected = False
+        self._failures: list[str] = []
         self._prior = self._local_prior()
 
     def _local_prior(self) -> dict[str, Any]:
@@ -221,6 +222,8 @@ class ScratchpadBase(Policy):
             else:
                 self.ledger.notes.append(f"run_algorithm pc-fisherz failed: {error}; "
                                          "submitting the working graph")
+                self._failures.append(f"run_algorithm pc-fisherz (its starting graph) failed: "
+                                      f"{error}; the working graph was submitted")
                 self._phase = "submit"
                 return
             self._build_hypotheses()
@@ -242,6 +245,11 @@ class ScratchpadBase(Policy):
             self._submit_rejected = True
             self.ledger.notes.append(f"submit refused at step {step}: {error}; "
                                      "submitting the working graph instead")
+            self._failures.append(f"its edge list was refused at step {step} ({error}); the "
+                                  "working graph was submitted instead")
+
+    def failure(self) -> str | None:
+        return "; ".join(getattr(self, "_failures", [])) or None
 
     def _after_evidence(self, pending: PendingAction, changed: bool) -> None:
         """Hook for the bandit (reward); the plain router needs nothing."""

@@ -21,12 +21,14 @@ from dataclasses import replace
 from pathlib import Path
 
 from heuresis_env.budgets import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STEPS
+from heuresis_env.errors import UnknownNameError
 from heuresis_env.evaluation import evaluate_many
 from heuresis_env.evaluation.policies import (
     make_policy,
     registered_policies,
     registered_references,
 )
+from heuresis_env.generation.instances import InstanceKey
 from heuresis_env.policy import EpisodeSettings
 from heuresis_env.reports.build import build_report
 from heuresis_env.threads import ForkedCall
@@ -87,8 +89,13 @@ def llm_configured() -> bool:
 def run(args: argparse.Namespace) -> int:
 
     registered = {**registered_policies(), **registered_references()}
+    InstanceKey("lg", "test", 0, d=args.d, n=args.n)  # a bad size fails before any work
     wanted = DEMO_POLICIES if args.policies is None else tuple(
         p.strip() for p in args.policies.split(",") if p.strip())
+    if args.policies is not None:  # a name the user typed must exist (a typo is an error)
+        for name in wanted:
+            if name not in registered:
+                raise UnknownNameError("policy", name, registered)
     skipped = {p.strip() for p in args.skip.split(",") if p.strip()}
     unknown = sorted(skipped - {*DEMO_POLICIES, *wanted, RL_POLICY, LLM_POLICY})
     if unknown:
@@ -129,8 +136,12 @@ def run(args: argparse.Namespace) -> int:
             LLM_POLICY in wanted if args.policies is not None else llm_configured()):
         join(LLM_POLICY, {}, "the language-model policy")
     if not plan:
-        print("no policy to run: install the package (pip install -e .) so its entry points "
-              "are registered", file=sys.stderr)
+        if not registered:  # no entry point at all: the package's metadata is missing
+            print("no policy to run: no policy is registered (is the package installed? "
+                  "`make install`, or pip install -e . in the repository)", file=sys.stderr)
+        else:
+            print("no policy to run: every policy of the job was skipped (see the notes "
+                  "above)", file=sys.stderr)
         return 2
 
     settings = EpisodeSettings(max_steps=args.max_steps, max_seconds=args.max_seconds)
@@ -163,6 +174,8 @@ def run(args: argparse.Namespace) -> int:
     report = report_call.result()
     elapsed = time.perf_counter() - started
     print(report.headline)
+    for warning in report.warnings:
+        print(f"warning: {warning}")
     guided = [spec for _, spec, _ in plan if spec in GUIDED_POLICIES]
     if guided:
         print(f"\n{', '.join(guided)}: repair policies, in the guided condition (they start "

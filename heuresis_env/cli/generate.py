@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from heuresis_env.console import text_table
 from heuresis_env.errors import HeuresisError
 from heuresis_env.files import output_directory
 from heuresis_env.generation.families import expand_families
@@ -17,6 +18,7 @@ from heuresis_env.generation.instances import (
     split_directory,
 )
 from heuresis_env.generation.sortability import r2_sortability, varsortability
+from heuresis_env.progress import progress_bar
 
 HELP = "generate instances of one family (or all) for a split and save them with a manifest"
 
@@ -70,10 +72,7 @@ def summarize(instances) -> dict[str, float]:
 
 
 def run(args: argparse.Namespace) -> int:
-    import sys
     import time
-
-    from tqdm.auto import tqdm
 
     families = expand_families(args.family)
     size = SPLIT_SIZES[args.split]
@@ -93,8 +92,8 @@ def run(args: argparse.Namespace) -> int:
     sealed = resolve_salt(args.split) is not None
     output_directory(args.out, "output directory")  # a bad --out fails before any work
     rows = []
-    with tqdm(total=count * len(families), desc="generate", unit="inst", file=sys.stderr,
-              disable=args.no_progress) as bar:
+    with progress_bar(total=count * len(families), show=not args.no_progress, desc="generate",
+                      unit="inst") as bar:
         for family in families:
             start = time.perf_counter()
             instances = []
@@ -109,14 +108,12 @@ def run(args: argparse.Namespace) -> int:
     title = (f"{args.split} split, d={args.d}, n={args.n}, graph={args.graph}"
              f"{', sealed test salt' if sealed else ''}")
     print(title)
-    header = (f"{'family':<10} {'count':>5} {'edges':>6} {'varsort(raw)':>12} "
-              f"{'varsort':>8} {'R2-sort':>8} {'seconds':>8}  directory")
-    print(header)
-    print("-" * len(header))
-    for row in rows:
-        print(f"{row['family']:<10} {row['count']:>5} {row['mean_edges']:>6.2f} "
-              f"{row['varsortability_raw']:>12.3f} {row['varsortability']:>8.3f} "
-              f"{row['r2_sortability']:>8.3f} {row['seconds']:>8.2f}  {row['directory']}")
+    print(text_table(["family", "count", "edges", "varsort(raw)", "varsort", "R2-sort",
+                      "seconds", "directory"],
+                     [[row["family"], row["count"], f"{row['mean_edges']:.2f}",
+                       f"{row['varsortability_raw']:.3f}", f"{row['varsortability']:.3f}",
+                       f"{row['r2_sortability']:.3f}", f"{row['seconds']:.2f}",
+                       row["directory"]] for row in rows], align="<>>>>>><"))
     print("varsort(raw): before standardization; varsort and R2-sort: of the data as shipped "
           "(0.5 = chance).")
     return 0

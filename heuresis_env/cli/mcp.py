@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -35,29 +36,72 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"{DEFAULT_MAX_SECONDS:g})")
     parser.add_argument("--d", type=int, default=10, help="variables per instance")
     parser.add_argument("--n", type=int, default=600, help="rows per instance")
-    parser.add_argument("--trace-dir", type=Path, default=Path("runs/mcp/traces"),
-                        help="where each episode's trace is written (default runs/mcp/traces)")
+    parser.add_argument("--trace-dir", type=Path, default=None,
+                        help="where each episode's trace is written (default: the user's data "
+                             "folder, e.g. ~/.local/share/heuresis/mcp/traces on Linux; never "
+                             "the working directory, which a GUI client does not choose)")
     parser.add_argument("--transport", default="stdio", choices=("stdio", "http"),
                         help="stdio (default) or streamable HTTP on 127.0.0.1")
     parser.add_argument("--port", type=int, default=8765, help="port for --transport http")
+    parser.add_argument("--client-config", action="store_true",
+                        help="print the JSON an MCP client needs to start this server (this "
+                             "Python, the options given; no `heuresis` on PATH needed) and exit")
+
+
+def default_trace_dir() -> Path:
+    """The traces' folder when ``--trace-dir`` is not given: ``mcp/traces`` in the user's data
+    folder (platformdirs: ``$XDG_DATA_HOME/heuresis`` on Linux, ``~/Library/Application
+    Support/heuresis`` on macOS, ``%LOCALAPPDATA%\\heuresis`` on Windows)."""
+    import platformdirs
+
+    return platformdirs.user_data_path("heuresis", appauthor=False) / "mcp" / "traces"
+
+
+def client_config(args: argparse.Namespace) -> dict:
+    """The ``mcpServers`` entry that starts ``heuresis mcp`` with these options through this
+    Python (an absolute path: a GUI client does not inherit the shell's PATH or virtualenv);
+    options left at their defaults are left out."""
+    defaults = vars(_defaults())
+    argv: list[str] = []
+    for name, value in vars(args).items():
+        if name in ("client_config", "command", "func") or name not in defaults \
+                or value == defaults[name]:
+            continue
+        flag = "--" + name.replace("_", "-")
+        if isinstance(value, bool):
+            argv.append(flag if value else "--no-" + name.replace("_", "-"))
+        else:
+            argv += [flag, str(Path(value).resolve()) if name == "trace_dir" else str(value)]
+    return {"mcpServers": {"heuresis": {"command": sys.executable,
+                                        "args": ["-m", "heuresis_env.cli", "mcp", *argv]}}}
+
+
+def _defaults() -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return parser.parse_args([])
 
 
 def run(args: argparse.Namespace) -> int:
     if not 0 < args.port <= 65535:
         raise HeuresisError(f"--port must be in 1..65535, got {args.port}")
+    if args.client_config:
+        print(json.dumps(client_config(args), indent=2))
+        return 0
     try:
         import mcp  # noqa: F401 - only to say how to install it
     except ImportError:
         raise HeuresisError("the MCP server needs the 'mcp' package: pip install -c "
                             "constraints.txt -e '.[mcp]'") from None
+    trace_dir = args.trace_dir if args.trace_dir is not None else default_trace_dir()
     episodes = EpisodeServer(family=args.family, split=args.split, guided=args.guided,
                              toolbox=args.toolbox, target=args.target, max_steps=args.max_steps,
                              max_seconds=args.max_seconds, d=args.d, n=args.n,
-                             trace_dir=args.trace_dir, index=args.index, seed=args.seed)
+                             trace_dir=trace_dir, index=args.index, seed=args.seed)
     where = ("stdio" if args.transport == "stdio"
              else f"http://{HOST}:{args.port}/mcp (streamable HTTP)")
     print(f"heuresis mcp: {args.family}/{args.split} episodes, {len(episodes.tools())} tools, "
-          f"on {where}; traces in {args.trace_dir}", file=sys.stderr, flush=True)
+          f"on {where}; traces in {trace_dir}", file=sys.stderr, flush=True)
     try:
         if args.transport == "stdio":
             serve_stdio(episodes)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from heuresis_env.console import text_table
 from heuresis_env.errors import HeuresisError
 from heuresis_env.generation.instances import (
     MANIFEST_NAME,
@@ -38,14 +39,14 @@ def _column_table(instance) -> list[str]:
     from scipy import stats
 
     X = np.asarray(instance.X)
-    lines = [f"{'column':<7} {'mean':>9} {'sd':>7} {'min':>8} {'max':>8} {'skew':>7} "
-             f"{'ex.kurt':>8}"]
+    rows = []
     for j, name in enumerate(instance.names):
         column = X[:, j]
-        lines.append(f"{name:<7} {column.mean():>9.2e} {column.std():>7.4f} {column.min():>8.3f} "
-                     f"{column.max():>8.3f} {stats.skew(column):>7.3f} "
-                     f"{stats.kurtosis(column):>8.3f}")
-    return lines
+        rows.append([name, f"{column.mean():.2e}", f"{column.std():.4f}", f"{column.min():.3f}",
+                     f"{column.max():.3f}", f"{stats.skew(column):.3f}",
+                     f"{stats.kurtosis(column):.3f}"])
+    return text_table(["column", "mean", "sd", "min", "max", "skew", "ex.kurt"],
+                      rows).splitlines()
 
 
 def _scalar_params(params: dict) -> str:

@@ -311,7 +311,7 @@ class HeuresisEnv(gym.Env):
     | `graph_model`  | **str**       | `"er"`   | `"er"` or `"ba"` (`fixed` structure, `data` table)  |
     | `interface`    | **str**       | `"text"` | `"text"` or `"rl"`                                   |
     | `indices`      | **list[int]** | `None`   | instance indices `reset` draws from (default: all)   |
-    | `render_mode`  | **str**       | `None`   | `"ansi"` or `"rgb_array"`                            |
+    | `render_mode`  | **str**       | `None`   | `"ansi"`, `"rgb_array"`, or `"human"` (prints each step) |
     | `trace_path`   | **str**       | `None`   | directory for one JSON-lines trace per episode       |
     | `salt`         | **str**       | `None`   | secret salt of a sealed test split                   |
     | `rl_text`      | **bool**      | `False`  | RL view: format each action's text (as traces do)    |
@@ -347,7 +347,7 @@ class HeuresisEnv(gym.Env):
       observation layout 2 adds the repair table (`repair`, `repair_available`).
     """
 
-    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    metadata = {"render_modes": ["ansi", "rgb_array", "human"], "render_fps": 4}
 
     @property
     def spec(self) -> EnvSpec | None:
@@ -675,6 +675,7 @@ class HeuresisEnv(gym.Env):
                 "guided": self.guided, "n_tools": len(self._offered)}
         if self._task is not None:
             info["question"] = self._task.info()
+        self._show_human()
         return self._observation(), info
 
     def task_statement(self) -> str:
@@ -833,7 +834,7 @@ class HeuresisEnv(gym.Env):
         info: dict[str, Any] = {}
         if outcome.error is not None:
             info = {"error": outcome.error}
-        if self.rl_text or self._trace is not None or self.render_mode == "ansi":
+        if self.rl_text or self._trace is not None or self.render_mode in ("ansi", "human"):
             self._last_text = self._rl_view.describe(self._episode, outcome)
         if self._trace is not None:
             self._record_rl_step(action, outcome, step_start)
@@ -856,6 +857,7 @@ class HeuresisEnv(gym.Env):
             if self.reward_mode == "f1":  # a question episode pays 1 for a correct answer
                 paid = final["scores"]["f1" if self._task is None else "correct"]
                 reward += 0.0 if paid is None else paid  # None: a table without a graph
+        self._show_human()
         return self._observation(), float(reward), terminated, truncated, info
 
     def end_episode(self, reason: str = "aborted") -> dict[str, Any]:
@@ -948,12 +950,22 @@ class HeuresisEnv(gym.Env):
     # ---- rendering -----------------------------------------------------------------------------
     def render(self) -> str | np.ndarray | None:
         if self.render_mode is None:
-            gym.logger.warn("render() needs render_mode='ansi' or 'rgb_array' at construction")
+            gym.logger.warn("render() needs render_mode='ansi', 'rgb_array' or 'human' at "
+                            "construction")
             return None
         self._require_reset()
         if self.render_mode == "ansi":
             return self._render_text()
+        if self.render_mode == "human":  # printed after each reset and step; None by convention
+            self._show_human()
+            return None
         return self._render_rgb()
+
+    def _show_human(self) -> None:
+        """``render_mode="human"``: the text rendering printed to stdout (a terminal is the
+        display of a text environment; no window, no pygame)."""
+        if self.render_mode == "human":
+            print(self._render_text(), flush=True)
 
     def _render_text(self) -> str:
 

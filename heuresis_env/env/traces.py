@@ -3,9 +3,14 @@
 One ``step`` record per action::
 
     {"type": "step", "step": 3, "action": {...} | "...", "tool": "ci_test",
-     "args": {...}, "error": null, "output_sha256": "…", "graph_diff": [...],
+     "args": {...}, "error": null, "output": "…", "output_sha256": "…", "graph_diff": [...],
      "evidence": [1, 2], "evidence_source": "implicit", "budget_used": {"steps": 3,
      "seconds": 0.8}, "duration": 0.02}
+
+``output`` is the observation text the step returned, cut at :data:`TRACE_OUTPUT_CHARS`
+characters (with a note saying how much was left out); ``output_sha256`` is the digest of the
+whole text, which replay compares. So the evidence behind an edit (the p-values, the algorithm
+outputs) is in the trace for every policy, scripted, RL or language-model alike.
 
 Each edit is linked to the evidence behind it: the step numbers the edit named in its
 ``evidence`` argument, else every successful tool call since the previous edit that touched
@@ -33,10 +38,26 @@ from heuresis_env.files import json_safe
 from heuresis_env.graphs import Graph
 from heuresis_env.trace_files import TraceWriter
 
+#: the longest output text a step record keeps (characters); the digest covers the whole text
+TRACE_OUTPUT_CHARS = 8_000
+
 
 def text_digest(text: str) -> str:
-    """SHA-256 of an observation text (the trace stores digests, not texts)."""
+    """SHA-256 of an observation text (the trace keeps it beside the bounded text)."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def bounded_output(text: str, limit: int = TRACE_OUTPUT_CHARS) -> str:
+    """``text`` as a step record keeps it: whole up to ``limit`` characters, else its head and
+    a note of how many characters were left out."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[… {len(text) - limit} more characters not kept in the trace]"
+
+
+def output_fields(text: str) -> dict[str, str]:
+    """The ``output`` and ``output_sha256`` fields of a step record."""
+    return {"output": bounded_output(text), "output_sha256": text_digest(text)}
 
 
 class EvidenceLinker:
@@ -129,8 +150,8 @@ class TraceRecorder:
         stored, complete = serializable_action(action)
         record: dict[str, Any] = {
             "type": "step", "step": step, "action": stored, "action_complete": complete,
-            "tool": tool, "args": arguments, "error": error,
-            "output_sha256": text_digest(output), "graph_diff": diff,
+            "tool": tool, "args": arguments, "error": error, **output_fields(output),
+            "graph_diff": diff,
         }
         if tool is not None and error is None:
             if edit:
@@ -150,7 +171,7 @@ class TraceRecorder:
             "type": "step", "step": step, "rl_action": index,
             "action": {"tool": outcome.tool, "args": outcome.arguments},
             "tool": outcome.tool, "args": outcome.arguments, "error": outcome.error,
-            "output_sha256": text_digest(output), "graph_diff": outcome.diff,
+            **output_fields(output), "graph_diff": outcome.diff,
         }
         if outcome.error is None and outcome.operation in ("add", "remove", "orient"):
             pair = frozenset((outcome.i, outcome.j))

@@ -232,7 +232,9 @@ class EpisodeRunner:
                                 "imposed by the runner, identical for every policy")
 
     def run(self, task: EpisodeTask) -> EpisodeOutcome:
-        """Run one episode; a policy exception ends it with ``error`` set, scored as it stands."""
+        """Run one episode; a policy exception, or a failure the policy reports
+        (:meth:`~heuresis_env.policy.Policy.failure`), ends it with ``error`` set, scored as it
+        stands."""
         settings = self.spec.settings
         # the episode's trace is written in the runner's folder (uniquely named), read back,
         # then deleted: no folder made and removed per episode
@@ -260,11 +262,16 @@ class EpisodeRunner:
             final_graph = base.working_graph.to_dict()
             usage: Mapping[str, Any] = {}
             transcript_text = None
+            notes: list[str] = []
             try:
                 usage = self.policy.usage() or {}
                 transcript = self.policy.transcript()
+                # a tool the policy needed was refused, or its submission was rejected
+                failure = self.policy.failure()
+                error = error or (None if failure is None else str(failure)[:4000])
+                notes = [str(note) for note in self.policy.notes() or []]
             except (Exception, PolicyDeadlineExceeded) as exc:  # noqa: BLE001 - an episode error
-                error = error or (f"policy usage()/transcript() raised "
+                error = error or (f"policy usage()/transcript()/failure() raised "
                                   f"{_exception_name(exc)}: {exc}")
             else:
                 try:  # encoded here: a string crosses to the process that saves it
@@ -294,6 +301,8 @@ class EpisodeRunner:
                 "final_graph": final_graph, "trace": None, "transcript": None,
                 "error": error, "worker": self.worker, "reference": self.spec.reference,
             }
+            if notes:
+                record["notes"] = notes
             if task.question is not None:  # the question, its truth and the answer
                 record.update(task="qa", question=final.get("question"))
             return EpisodeOutcome(record, trace_text, transcript_text)

@@ -6,8 +6,8 @@ memo stay in the runner's process (or its worker, or Ray actor). The policy runs
 process started from a fresh interpreter (``python -m heuresis_env.evaluation.policy_process``)
 with a scrubbed environment — no ``$HEURESIS_TEST_SALT``, its own cache folder — and imports
 the policy by its spec. :class:`PolicyProxy` is a :class:`~heuresis_env.policy.Policy` on the
-runner's side that forwards ``configure``, ``reset``, ``act``, ``usage``, ``transcript`` and
-``close`` over a pipe; only observations and whitelisted infos (:data:`PUBLIC_RESET_INFO`,
+runner's side that forwards ``configure``, ``reset``, ``act``, ``usage``, ``transcript``,
+``failure``, ``notes`` and ``close`` over a pipe; only observations and whitelisted infos (:data:`PUBLIC_RESET_INFO`,
 :data:`PUBLIC_STEP_INFO`) cross to the child, and only JSON comes back (the runner never
 unpickles what a policy sends). Rewards never cross: the ``Policy`` interface has none, and
 the final step's info (the scores) is never passed to a policy.
@@ -458,8 +458,9 @@ class PolicyProxy(Policy):
     A failed process is replaced at the next ``reset`` (started, built and configured again).
     The runner sets :attr:`deadline` (a ``time.monotonic`` time) around ``reset`` and ``act``;
     a call past it raises :class:`PolicyDeadlineExceeded`. ``usage()`` fetches usage,
-    transcript and the policy's settings in one exchange at the end of an episode;
-    ``transcript()`` and :attr:`settings` then read what it got.
+    transcript, failure, notes and the policy's settings in one exchange at the end of an
+    episode; ``transcript()``, ``failure()``, ``notes()`` and :attr:`settings` then read what
+    it got.
     """
 
     def __init__(self, spec: str, options: Mapping[str, Any] | None = None, *,
@@ -510,7 +511,8 @@ class PolicyProxy(Policy):
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
         self._ensure_running()
-        self._reported.pop("usage", None)
+        for key in ("usage", "transcript", "failure", "notes"):
+            self._reported.pop(key, None)
         self._process.call("reset", observation, public_info(info, PUBLIC_RESET_INFO),
                            deadline=self.deadline)
 
@@ -528,6 +530,14 @@ class PolicyProxy(Policy):
 
     def transcript(self) -> Any:
         return self._reported.get("transcript")
+
+    def failure(self) -> str | None:
+        failure = self._reported.get("failure")
+        return None if failure is None else str(failure)[:4000]
+
+    def notes(self) -> list[str]:
+        notes = self._reported.get("notes")
+        return [str(n)[:2000] for n in notes[:20]] if isinstance(notes, list) else []
 
     def kill(self) -> None:
         """End the process now (after a failed call); the next ``reset`` starts a new one."""
@@ -630,7 +640,8 @@ class _Server:
 
     def report(self) -> dict[str, Any]:
         return {"usage": self.built.usage() or {}, "transcript": self.built.transcript(),
-                "settings": _settings_of(self.built)}
+                "settings": _settings_of(self.built), "failure": self.built.failure(),
+                "notes": list(self.built.notes() or [])}
 
     def close(self) -> None:
         if self.policy is not None:

@@ -18,6 +18,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +47,10 @@ TRANSCRIPTS_DIR = "transcripts"
 LOCK_NAME = ".evaluate.lock"
 #: config fields that may differ between a run and its resumption
 IGNORED_CONFIG_FIELDS = frozenset({"created"})
+#: policy options that say how to reach a model — an address, a port, a credential — not what
+#: the policy is: they may change between a run and its resumption (a loopback server's random
+#: port) and are no part of the config's identity (its digest, the resume check, arm labels)
+CONNECTION_OPTION = re.compile(r"url|address|host|port|key|token|secret|password", re.IGNORECASE)
 #: the digests of the configs a ``--force`` replaced, whose result lines stay valid (``null``
 #: stands for the lines of a format-1 config, which carry no digest)
 PREVIOUS_DIGESTS_FIELD = "previous_config_digests"
@@ -88,17 +93,34 @@ def episode_seed(episode: str) -> int:
     return text_seed(f"heuresis-episode:{episode}")
 
 
+def connection_option(name: str) -> bool:
+    """Whether a policy option says how to reach a model rather than what the policy is."""
+    return bool(CONNECTION_OPTION.search(str(name)))
+
+
+def _identity(config: Mapping[str, Any], connections: bool = False) -> dict[str, Any]:
+    identity = {k: v for k, v in config.items()
+                if k not in IGNORED_CONFIG_FIELDS and k != PREVIOUS_DIGESTS_FIELD}
+    options = identity.get("policy_options")
+    if not connections and isinstance(options, Mapping):
+        identity["policy_options"] = {k: v for k, v in options.items()
+                                      if not connection_option(k)}
+    return identity
+
+
 def config_digest(config: Mapping[str, Any]) -> str:
-    """SHA-256 of what identifies a run's config (its creation time and the digests it
-    replaced aside); every result line written under the config carries it."""
-    return stable_hash({k: v for k, v in config.items()
-                        if k not in IGNORED_CONFIG_FIELDS and k != PREVIOUS_DIGESTS_FIELD})
+    """SHA-256 of what identifies a run's config (its creation time, the digests it replaced
+    and the connection options aside); every result line written under the config carries
+    it."""
+    return stable_hash(_identity(config))
 
 
 def accepted_digests(config: Mapping[str, Any]) -> set[str | None]:
-    """The config digests a run directory's result lines may carry: its config's, and those
-    of the configs a ``--force`` replaced."""
-    return {config_digest(config), *config.get(PREVIOUS_DIGESTS_FIELD, [])}
+    """The config digests a run directory's result lines may carry: its config's, those of
+    the configs a ``--force`` replaced, and its digest with the connection options (as lines
+    written before they were left out carry)."""
+    return {config_digest(config), stable_hash(_identity(config, connections=True)),
+            *config.get(PREVIOUS_DIGESTS_FIELD, [])}
 
 
 def check_result_digests(config: Mapping[str, Any], digests: list[tuple[str, Any]],
@@ -172,6 +194,8 @@ class EpisodeRecord:
     question: Mapping[str, Any] | None = None
     ground_truth: bool = True  # False on a data table given without a graph (unscored)
     config_digest: str | None = None
+    #: what the policy said about how it ran (``Policy.notes``), e.g. an untrained condition
+    notes: tuple[str, ...] = ()
 
     @property
     def instance(self) -> InstanceId:
@@ -334,6 +358,8 @@ def _episode(run_path: Path, record: Any, where: str, task: str = "graph") -> Ep
             question=question if isinstance(question, dict) else None,
             ground_truth=bool(record.get("ground_truth", True)),
             config_digest=record.get("config_digest"),
+            notes=tuple(str(n)[:2000] for n in record.get("notes") or ()
+                        if isinstance(n, str))[:20],
         )
     except (TypeError, ValueError) as exc:
         raise RunFormatError(f"{where}: a field has the wrong type ({exc})") from None

@@ -33,6 +33,7 @@ from heuresis_env.evaluation.run_format import (
     TRANSCRIPTS_DIR,
     check_result_digests,
     config_digest,
+    connection_option,
     episode_file_stem,
     salt_digest,
 )
@@ -141,11 +142,14 @@ def _short(value: Any) -> str:
 
 def config_differences(old: Mapping[str, Any], new: Mapping[str, Any],
                        prefix: str = "") -> list[str]:
-    """Each field in which two configs differ, as ``field: was X, now Y`` (``created`` aside)."""
+    """Each field in which two configs differ, as ``field: was X, now Y`` (``created`` and the
+    policy's connection options aside: :data:`~heuresis_env.evaluation.run_format.CONNECTION_OPTION`)."""
     differences = []
     for field in sorted(set(old) | set(new)):
         if not prefix and (field in IGNORED_CONFIG_FIELDS or field == PREVIOUS_DIGESTS_FIELD):
             continue
+        if prefix == "policy_options." and connection_option(field):
+            continue  # how to reach the model, not what the policy is
         name = f"{prefix}{field}"
         missing = object()
         a, b = old.get(field, missing), new.get(field, missing)
@@ -173,6 +177,10 @@ def transcript_json(transcript: Any) -> str:
     return json_compact(transcript, default=repr) + "\n"
 
 
+#: what a run directory holds (anything else in a folder without a config refuses it)
+RUN_ENTRIES = frozenset({CONFIG_NAME, RESULTS_NAME, TRACES_DIR, TRANSCRIPTS_DIR, LOCK_NAME})
+
+
 class RunStore:
     """Reads and writes one run directory (see the module docstring for the layout)."""
 
@@ -189,9 +197,15 @@ class RunStore:
     # ---- locking -------------------------------------------------------------------------
     @contextmanager
     def lock(self) -> Iterator[None]:
-        """Hold the directory's writer lock: one ``heuresis evaluate`` per run directory."""
+        """Hold the directory's writer lock: one ``heuresis evaluate`` per run directory.
+
+        A run refused before it wrote anything (a policy that cannot start, a bad option)
+        leaves nothing behind: the lock file is removed, and the directory too when this
+        call created it.
+        """
         from filelock import FileLock, Timeout
 
+        created = not self.directory.exists()
         output_directory(self.directory, "run directory")
         lock = FileLock(str(self.directory / LOCK_NAME))
         try:
@@ -204,6 +218,21 @@ class RunStore:
             yield
         finally:
             lock.release()
+            self._remove_if_unused(created)
+
+    def _remove_if_unused(self, created: bool) -> None:
+        """Remove the lock file when the run wrote nothing (no config, results, traces), and
+        the directory too if ``created`` and now empty: a refused run leaves no folder holding
+        only a lock, and no lock in a folder that is not a run directory."""
+        try:
+            names = {p.name for p in self.directory.iterdir()}
+            if names & (RUN_ENTRIES - {LOCK_NAME}):
+                return
+            (self.directory / LOCK_NAME).unlink(missing_ok=True)
+            if created and names == {LOCK_NAME}:
+                self.directory.rmdir()
+        except OSError:  # another writer arrived, or a read-only folder: leave it
+            pass
 
     # ---- config ---------------------------------------------------------------------------
     def read_config(self) -> dict[str, Any] | None:
@@ -237,6 +266,15 @@ class RunStore:
         line of the results file (an episode that never finished).
         """
         stored = self.read_config()
+        if stored is None:
+            foreign = sorted(p.name for p in self.directory.iterdir()
+                             if p.name not in RUN_ENTRIES)
+            if foreign:
+                listed = ", ".join(foreign[:5]) + (", …" if len(foreign) > 5 else "")
+                raise HeuresisError(
+                    f"{self.directory} is a non-empty folder that is not a run directory (it "
+                    f"holds {listed}); give --out a new or empty folder, or a run directory "
+                    "to resume")
         if stored is None and self._has_results():
             raise RunFormatError(
                 f"{self.directory} holds {RESULTS_NAME} but no {CONFIG_NAME}, so its episodes "

@@ -18,7 +18,6 @@ workers once and passes them from one run's policy to the next.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
@@ -58,7 +57,12 @@ from heuresis_env.evaluation.run_format import (
     question_episode_id,
 )
 from heuresis_env.evaluation.run_store import RunStore, build_config
-from heuresis_env.evaluation.summary import RunSummary, summarize_family
+from heuresis_env.evaluation.summary import (
+    RunSummary,
+    error_reasons,
+    run_notes,
+    summarize_family,
+)
 from heuresis_env.generation.datasets import register_dataset
 from heuresis_env.generation.families import FAMILY_GROUPS, available_families, expand_families
 from heuresis_env.generation.instances import (
@@ -71,6 +75,7 @@ from heuresis_env.generation.instances import (
     split_size,
 )
 from heuresis_env.policy import EpisodeSettings
+from heuresis_env.progress import progress_bar
 from heuresis_env.questions import NAME_MODES, question_set
 from heuresis_env.registration import TASKS
 
@@ -400,7 +405,8 @@ def _summary(run: _PreparedRun, backend: str, workers: int) -> RunSummary:
                       seconds=run.seconds or 0.0, families=by_family,
                       overall=summarize_family("all", records, score),
                       accepted_differences=run.accepted,
-                      score_label="F1" if run.task == "graph" else "accuracy")
+                      score_label="F1" if run.task == "graph" else "accuracy",
+                      error_reasons=error_reasons(records), notes=run_notes(records))
 
 
 def _question_tasks(families: Sequence[str], split: str, count: int | None, repeats: int,
@@ -469,13 +475,10 @@ def _check_environment(settings: EpisodeSettings, split: str, family: str, d: in
 def _run_pending(runs: Sequence[_PreparedRun], workers: int, backend: str,
                  address: str | None, progress: bool, started: float) -> None:
     """Run every run's pending episodes on one set of workers, saving each as it ends."""
-    from tqdm import tqdm
-
     total = sum(len(run.tasks) for run in runs)
     resumed = total - sum(len(run.pending) for run in runs)
     desc = runs[0].spec.policy if len(runs) == 1 else f"{len(runs)} runs"
-    bar = tqdm(total=total, initial=resumed, disable=not progress, file=sys.stderr,
-               unit="episode", desc=desc, dynamic_ncols=True)
+    bar = progress_bar(total=total, initial=resumed, show=progress, unit="episode", desc=desc)
     counts = {"truncated": 0, "errors": 0}
     bar.set_postfix(counts, refresh=False)
     try:

@@ -48,6 +48,7 @@ from heuresis_env.generation.families import (
 )
 from heuresis_env.generation.scm import GRAPH_MODELS, SCM, calibrate_scm, standardize_columns
 from heuresis_env.graphs import Graph, GraphType, cpdag_from_dag
+from heuresis_env.progress import progress_bar
 
 #: Bump whenever a change to the generator changes any generated instance.
 GENERATOR_VERSION = "1"
@@ -67,6 +68,11 @@ TEST_SALT_ENV = "HEURESIS_TEST_SALT"
 #: Smallest number of rows accepted (the generator is meant for n ≥ 50; below 10 the
 #: map-output and column standardizations are too noisy to define an instance).
 MIN_ROWS = 10
+#: the largest instance a key may ask for: variables, rows, and cells (d × n float64 values,
+#: 160 MB at the cap), so a mistyped size is a clear error, not minutes of allocation
+MAX_VARIABLES = 1_000
+MAX_ROWS = 1_000_000
+MAX_CELLS = 20_000_000
 MANIFEST_NAME = "manifest.json"
 #: default size of a family's instances (families with a fixed structure use its d)
 DEFAULT_D, DEFAULT_N = 10, 600
@@ -196,11 +202,14 @@ class InstanceKey:
         if not _is_int(self.index) or not 0 <= self.index < size:
             raise HeuresisError(f"index of the {self.split} split must be an integer in "
                                 f"0..{size - 1}, got {self.index!r}")
-        if not _is_int(d) or d < 2:
-            raise HeuresisError(f"d must be an integer ≥ 2, got {d!r}")
-        if not _is_int(n) or n < MIN_ROWS:
-            raise HeuresisError(f"n must be an integer ≥ {MIN_ROWS} (≥ 50 recommended), "
-                                f"got {n!r}")
+        if not _is_int(d) or not 2 <= d <= MAX_VARIABLES:
+            raise HeuresisError(f"d must be an integer in 2..{MAX_VARIABLES:,}, got {d!r}")
+        if not _is_int(n) or not MIN_ROWS <= n <= MAX_ROWS:
+            raise HeuresisError(f"n must be an integer in {MIN_ROWS}..{MAX_ROWS:,} (≥ 50 "
+                                f"recommended), got {n!r}")
+        if d * n > MAX_CELLS:
+            raise HeuresisError(f"d × n = {d:,} × {n:,} is more than {MAX_CELLS:,} values; "
+                                "choose a smaller d or n")
         if graph_model not in KEY_GRAPH_MODELS:
             raise UnknownNameError("graph model", graph_model, KEY_GRAPH_MODELS)
         object.__setattr__(self, "index", int(self.index))
@@ -528,10 +537,8 @@ def generate_split(family: str, split: str, count: int | None = None, d: int | N
     count = default_count(family, split, count)
     keys = [InstanceKey(family, split, i, d=d, n=n, graph_model=graph_model)
             for i in range(count)]
-    from tqdm.auto import tqdm
-
-    iterator = tqdm(keys, desc=f"{family}/{split}", unit="inst", disable=not progress,
-                    leave=False)
+    iterator = progress_bar(keys, show=progress, desc=f"{family}/{split}", unit="inst",
+                            leave=False)
     return [generate_instance(key, salt=salt) for key in iterator]
 
 

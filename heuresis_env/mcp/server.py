@@ -47,6 +47,62 @@ RESET_SCHEMA: dict[str, Any] = {
 RESET_DESCRIPTION = ("End the current episode (scored as it stands when it is still running) and "
                      "start the next one; returns the task statement. Arguments: an optional "
                      "instance index and seed.")
+_NULLABLE_STRING: dict[str, Any] = {"type": ["string", "null"]}
+#: the structured content of a step's result (every registry tool)
+STEP_OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "step": {"type": "integer", "description": "steps used so far in the episode"},
+        "steps_left": {"type": "integer", "description": "steps left in the budget"},
+        "tool": {**_NULLABLE_STRING, "description": "the tool that ran (null: not parsed)"},
+        "error": {**_NULLABLE_STRING, "description": "why the action was rejected, or null"},
+        "data": {"type": ["object", "null"], "description": "the tool's structured result"},
+        "episode_over": {"type": "boolean"},
+        "termination_reason": {**_NULLABLE_STRING,
+                               "description": "once the episode is over: submitted, "
+                                              "step_budget, wall_time, aborted"},
+        "submitted": {"type": "boolean"},
+        "scores": {"type": "object", "description": "once the episode is over: adjacency F1, "
+                                                    "precision, recall, SHD, …"},
+    },
+    "required": ["step", "steps_left", "tool", "error", "data", "episode_over"],
+}
+#: the structured content of ``reset``'s result
+RESET_OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "episode": {"type": "integer", "description": "episodes started by this server"},
+        "instance_index": {"type": "integer"},
+        "split": {"type": "string"},
+        "names": {"type": "array", "items": {"type": "string"},
+                  "description": "the column names"},
+        "guided": {"type": "boolean"},
+        "max_steps": {"type": "integer"},
+        "max_seconds": {"type": ["number", "null"]},
+        "seed": {"type": "integer"},
+    },
+    "required": ["episode", "instance_index", "split", "names", "guided", "max_steps",
+                 "max_seconds", "seed"],
+}
+#: words written otherwise in a tool's title
+_TITLE_WORDS = {"ci": "CI"}
+
+
+def tool_title(name: str) -> str:
+    """A tool's display title: ``ci_test`` → ``CI test``, ``run_algorithm`` → ``Run algorithm``."""
+    words = [_TITLE_WORDS.get(word, word) for word in name.split("_")]
+    first = words[0] if words[0] in _TITLE_WORDS.values() else words[0].capitalize()
+    return " ".join([first, *words[1:]])
+
+
+def tool_annotations(tool: Any) -> dict[str, bool]:
+    """MCP's behaviour hints of a registry tool: a tool that neither edits the working graph
+    nor ends the episode is read-only (every call still spends a step); a graph edit or the
+    end of the episode is destructive; a read-only tool without random draws returns the same
+    result for the same arguments; nothing reaches outside the server."""
+    changes = bool(tool.edits_graph or tool.ends_episode)
+    return {"read_only_hint": not changes, "destructive_hint": changes,
+            "idempotent_hint": not changes and not tool.random, "open_world_hint": False}
 
 
 @dataclass
@@ -82,11 +138,20 @@ class EpisodeServer:
 
     # ---- what is offered ----------------------------------------------------------------------
     def tools(self) -> list[dict[str, Any]]:
-        """``name``, ``description`` and ``input_schema`` of every offered tool (the registry's,
-        then ``reset``)."""
+        """``name``, ``title``, ``description``, ``input_schema``, ``output_schema`` and
+        ``annotations`` of every offered tool (the registry's, then ``reset``)."""
         offered = tool_schemas(self.env.toolbox, self.env.guided, "anthropic")
-        return offered + [{"name": RESET_TOOL, "description": RESET_DESCRIPTION,
-                           "input_schema": RESET_SCHEMA}]
+        registry = {tool.name: tool for tool in self.env.offered_tools}
+        described = [{**schema, "title": tool_title(schema["name"]),
+                      "output_schema": STEP_OUTPUT_SCHEMA,
+                      "annotations": tool_annotations(registry[schema["name"]])}
+                     for schema in offered]
+        return described + [{
+            "name": RESET_TOOL, "title": "Reset: start the next episode",
+            "description": RESET_DESCRIPTION, "input_schema": RESET_SCHEMA,
+            "output_schema": RESET_OUTPUT_SCHEMA,
+            "annotations": {"read_only_hint": False, "destructive_hint": True,
+                            "idempotent_hint": False, "open_world_hint": False}}]
 
     @property
     def task_statement(self) -> str:
@@ -185,8 +250,10 @@ def mcp_server(episodes: EpisodeServer):
     import mcp_types as types
     from mcp.server.lowlevel import Server
 
-    tools = [types.Tool(name=t["name"], description=t["description"],
-                        input_schema=t["input_schema"]) for t in episodes.tools()]
+    tools = [types.Tool(name=t["name"], title=t["title"], description=t["description"],
+                        input_schema=t["input_schema"], output_schema=t["output_schema"],
+                        annotations=types.ToolAnnotations(title=t["title"], **t["annotations"]))
+             for t in episodes.tools()]
 
     async def list_tools(ctx, params) -> types.ListToolsResult:  # noqa: ARG001 - SDK signature
         return types.ListToolsResult(tools=tools)

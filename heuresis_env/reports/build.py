@@ -21,6 +21,7 @@ from heuresis_env.files import atomic_write_bytes, output_directory
 from heuresis_env.generation.families import expand_families
 from heuresis_env.generation.instances import InstanceKey, generate_instance, resolve_salt
 from heuresis_env.metrics import BootstrapResult
+from heuresis_env.progress import progress_bar
 from heuresis_env.reports import figures, tables
 from heuresis_env.reports.document import (
     BulletList,
@@ -146,6 +147,20 @@ def _signal_instances(requests: Sequence[str], loaded: LoadedRuns) -> list:
     return instances
 
 
+def sealing_text(loaded: LoadedRuns) -> str:
+    """Whether the runs' test split was sealed with a secret salt ("" for the dev split)."""
+    if loaded.runs[0].split != "test":
+        return ""
+    unsealed = [str(run.path) for run in loaded.runs if not run.config.get("salt_digest")]
+    if not unsealed:
+        return "sealed with a secret salt ($HEURESIS_TEST_SALT)"
+    which = (f"for any of the {len(unsealed)} runs" if len(unsealed) == len(loaded.runs)
+             else f"for {', '.join(unsealed)}")
+    return (f"not sealed ($HEURESIS_TEST_SALT was not set {which}): its instances are public, "
+            "so a policy could have regenerated them; set a secret salt for numbers that "
+            "compare policies")
+
+
 def viewer_links(loaded: LoadedRuns, viewer: str) -> tables.ViewerLink:
     """Links from the report's cells to the trace viewer: the episodes of one policy on one
     family; an arm whose policy has other arms (another condition) is named by its runs (the
@@ -201,6 +216,12 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
         warnings.append(f"no ground truth for {', '.join(unscored)} (data tables given without "
                         "a graph): their episodes ran and submitted graphs (in each run's "
                         "results.jsonl), but have no scores, so their cells are empty")
+    small = tables.small_families(tables.instance_counts(loaded))
+    if small:
+        warnings.append(tables.small_sample_warning(small))
+    sealing = sealing_text(loaded)
+    if sealing.startswith("not sealed"):
+        warnings.append(f"The test split was {sealing}.")
     families = loaded.families()
     with_all = tables.families_with_all(families)
     # Table 4 re-reads every trace and re-runs (from cache) the algorithms it called: seconds
@@ -215,9 +236,11 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
     configuration = Section("Configuration", [Paragraph(
         f"Built {time.strftime('%Y-%m-%d %H:%M:%S %z')} from {len(loaded.runs)} run "
         f"director{'y' if len(loaded.runs) == 1 else 'ies'} ({len(loaded.arms)} arms) on the "
-        f"{loaded.runs[0].split} split. Intervals: {confidence:.0%} bootstrap over instances, "
-        f"{n_resamples} resamples, seed {seed}. Every cell is given over all episodes and over "
-        "finished episodes, with the truncation rate (the reporting rule)."),
+        f"{loaded.runs[0].split} split{'' if not sealing else ', ' + sealing}. Intervals: "
+        f"{confidence:.0%} bootstrap over instances, {n_resamples} resamples, one function "
+        f"seeded from seed {seed} and the data (the same data gets the same interval in every "
+        "table). Every cell is given over all episodes and over finished episodes, with the "
+        "truncation rate (the reporting rule); errored episodes are left out of the means."),
         BulletList(_runs_paragraphs(loaded))])
     styles = figures.PolicyStyles([arm.label for arm in loaded.arms])
     link = viewer_links(loaded, viewer) if viewer else None
@@ -321,10 +344,8 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
     if deletion_signals:
         instances = _signal_instances(deletion_signals, loaded)
         records = []
-        from tqdm.auto import tqdm
-
-        for instance in tqdm(instances, desc="Appendix F (deletions)", disable=not progress,
-                             leave=False):
+        for instance in progress_bar(instances, show=progress, desc="Appendix F (deletions)",
+                                     leave=False):
             records += deletion_records(instance)
         study = signal_study(records, n_resamples=n_resamples, confidence=confidence,
                              seed=tables.comparison_seed(seed, "deletion_signals"))
@@ -480,10 +501,8 @@ __all__ = ["ReportSummary", "build_report", "proposition_table", "signal_table"]
 def _provenance_cells(arms: Sequence[Arm], families: Sequence[str],
                       progress: bool) -> list[list[ProvenanceCell]]:
     """Table 4's cells of each arm (:func:`arm_provenance`), with a progress bar if asked."""
-    from tqdm.auto import tqdm
-
     return [arm_provenance(arm, families)
-            for arm in tqdm(arms, desc="Table 4 (traces)", disable=not progress, leave=False)]
+            for arm in progress_bar(arms, show=progress, desc="Table 4 (traces)", leave=False)]
 
 
 def arm_provenance(arm: Arm, families: Sequence[str]) -> list[ProvenanceCell]:

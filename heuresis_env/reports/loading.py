@@ -29,6 +29,7 @@ from heuresis_env.evaluation.run_format import (
     EpisodeRecord,
     InstanceId,
     RunDirectory,
+    connection_option,
     load_run,
 )
 from heuresis_env.generation.families import available_families
@@ -88,7 +89,9 @@ class Arm:
 
     @property
     def key(self) -> str:
-        return _canonical([self.policy, self.policy_options, self.settings, self.size])
+        """What makes an arm: policy, options (not how to reach a model), settings, size."""
+        options = {k: v for k, v in self.policy_options.items() if not connection_option(k)}
+        return _canonical([self.policy, options, self.settings, self.size])
 
     @property
     def is_reference(self) -> bool:
@@ -120,10 +123,11 @@ class Arm:
 
         With ``finished_only`` only the finished (submitted, not truncated) repeats count, and
         an instance with none is NaN — so a paired comparison drops it on both sides, the
-        reporting rule's finished-only view. NaN when the arm has no episode on the instance.
+        reporting rule's finished-only view. Errored episodes never count (their score says
+        nothing of the policy's discovery). NaN when the arm has no usable episode there.
         """
         values = [e.score(score) for e in self._by_instance().get(instance, ())
-                  if e.finished or not finished_only]
+                  if not e.error and (e.finished or not finished_only)]
         values = [v for v in values if not math.isnan(v)]
         return float(sum(values) / len(values)) if values else math.nan
 
@@ -138,6 +142,24 @@ class Arm:
 
     def repeats(self) -> list[int]:
         return sorted({e.repeat for e in self.episodes.values()})
+
+    def errored(self) -> list[EpisodeRecord]:
+        """The arm's episodes that ended in an error (left out of every mean)."""
+        return [e for e in self.episodes_of() if e.error]
+
+    def error_summary(self, limit: int = 3) -> str:
+        """``N of M episodes errored`` with the most frequent reasons, or empty."""
+        errored = self.errored()
+        if not errored:
+            return ""
+        counts: dict[str, int] = {}
+        for episode in errored:
+            reason = " ".join(str(episode.error).split())
+            reason = reason if len(reason) <= 200 else reason[:199] + "…"
+            counts[reason] = counts.get(reason, 0) + 1
+        ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:limit]
+        reasons = "; ".join(f"{count} × {reason}" for reason, count in ranked)
+        return f"{len(errored)} of {len(self.episodes)} episodes errored ({reasons})"
 
     def trace_count(self) -> int:
         return sum(1 for e in self.episodes.values() if e.trace)
@@ -216,20 +238,18 @@ def _condition_text(name: str, value: Any) -> str:
     return f"{name}={value}"
 
 
-#: policy options never shown in a label: addresses and credentials (a URL with a random
-#: port or a key says nothing about the policy)
-_HIDDEN_OPTION = re.compile(r"url|address|host|port|key|token|secret|password", re.IGNORECASE)
-
-
 def _shown_option(name: str, values: Iterable[Any]) -> bool:
-    if _HIDDEN_OPTION.search(name):
+    """Options never shown in a label: addresses and credentials (a URL with a random port or
+    a key says nothing about the policy)."""
+    if connection_option(name):
         return False
     return not any(isinstance(v, str) and re.match(r"^[a-z][a-z0-9+.-]*://", v)
                    for v in values)
 
 
 def _assign_labels(arms: list[Arm]) -> None:
-    """Label = policy, plus the settings and options that tell its arms apart.
+    """Label = policy, plus the settings and options that tell its arms apart; an arm run in
+    the guided condition (it starts from PC-KCI's output) always says ``guided``.
 
     A ``name`` option that differs between the arms replaces the policy name and its options
     (it is the policy's own display name); addresses, ports and credentials never enter a
@@ -241,6 +261,8 @@ def _assign_labels(arms: list[Arm]) -> None:
     for policy, group in by_policy.items():
         if len(group) == 1:
             group[0].label = policy
+            if group[0].settings.get("guided") and "guided" not in policy:
+                group[0].label = f"{policy} [guided]"  # it starts from PC-KCI's output
             continue
         setting_names = sorted({k for a in group for k in a.settings})
         varying = [k for k in setting_names
@@ -255,6 +277,8 @@ def _assign_labels(arms: list[Arm]) -> None:
             k, [a.policy_options.get(k) for a in group])]
         for number, arm in enumerate(group, start=1):
             parts = [_condition_text(k, arm.settings.get(k)) for k in varying]
+            if "guided" not in varying and arm.settings.get("guided") and "guided" not in policy:
+                parts.insert(0, "guided")
             parts += [f"{k}={arm.size.get(k)}" for k in size_varying]
             if not named:  # a policy's own name already tells its option sets apart
                 parts += [f"{k}={arm.policy_options[k]}" if k in arm.policy_options
@@ -356,7 +380,27 @@ def load_runs(paths: Sequence[str | os.PathLike], allow_mixed: bool = False) -> 
         if group:
             warnings += check_compatible(group, allow_mixed)
     arms = build_arms(runs) if runs else []
+    check_references(arms)
+    warnings += [f"{arm.label}: {arm.error_summary()}; its means leave them out"
+                 for arm in arms if arm.errored()]
+    warnings += [f"{arm.label}: {note}" for arm in arms
+                 for note in dict.fromkeys(n for e in arm.episodes_of() for n in e.notes)]
     return LoadedRuns(runs, arms, warnings, question_runs)
+
+
+def check_references(arms: Sequence[Arm]) -> None:
+    """Refuse a reference arm (BCA_φ, PC-KCI, the oracle) with errored episodes: every gain
+    and headroom of the report is measured from it, so a crashed or refused reference would
+    shift them all."""
+    for arm in arms:
+        if arm.is_reference and arm.errored():
+            first = arm.errored()[0]
+            runs = ", ".join(str(run.path) for run in arm.runs)
+            raise HeuresisError(
+                f"the reference run {arm.label} ({runs}) has errors: {arm.error_summary()}; "
+                f"e.g. {first.episode_id}: {first.error}. Every gain in the report is measured "
+                "from this reference, so it is refused: fix the cause and run it again (or "
+                "leave it out of the report)")
 
 
 # ---- the name-only probe's output (``heuresis probe --out DIR``) --------------------------------

@@ -21,11 +21,11 @@ import numpy as np
 
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evaluation.run_format import EpisodeRecord, RunDirectory
-from heuresis_env.metrics import bootstrap_mean_ci, wilson_interval
+from heuresis_env.metrics import wilson_interval
 from heuresis_env.questions import KINDS, LEVELS
 from heuresis_env.reports.document import BulletList, Heading, Paragraph, TableBlock
 from heuresis_env.reports.loading import family_order
-from heuresis_env.reports.tables import ALL, MISSING, Settings, Table, comparison_seed, fmt
+from heuresis_env.reports.tables import ALL, MISSING, Settings, Table, fmt, report_interval
 
 QuestionSlot = tuple[str, str, int, int]  # (family, split, question id, repeat)
 
@@ -192,10 +192,7 @@ def grade_table(arms: Sequence[QuestionArm], settings: Settings) -> Table:
             values: dict[str, Any] = {"label": arm.label, "family": family}
             for kind in ("whole_graph", "partial_graph"):
                 f1 = arm.per_question(_of_kind(kind), lambda e: e.score("f1"), family)
-                seed = comparison_seed(settings.seed, "qa_f1", arm.label, family, kind)
-                result = bootstrap_mean_ci(np.asarray(f1, dtype=float),
-                                           n_resamples=settings.n_resamples,
-                                           confidence=settings.confidence, seed=seed)
+                result = report_interval(np.asarray(f1, dtype=float), None, settings)
                 cells.append(MISSING if result.n == 0 else
                              f"{result.mean:.3f} [{result.low:.3f}, {result.high:.3f}]")
                 values[f"{kind}_f1"] = result.mean

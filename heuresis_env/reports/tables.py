@@ -5,9 +5,13 @@ Conventions (``docs/scores.md``, ``docs/reports.md``):
 - the unit of every mean and every bootstrap is the **instance**: an arm's score on an
   instance is the mean over its repeats there; a cell's mean is the mean over instances;
 - **paired** comparisons (Δʳ_φ, headrooms, guided − unguided, …) use the instances both arms
-  ran, with :func:`heuresis_env.metrics.paired_bootstrap` (10,000 resamples by default), seeded
-  per comparison from the report's seed and the comparison's name
-  (:func:`comparison_seed`), so a number does not depend on what else the report holds;
+  ran; every interval of the report comes from one function, :func:`report_interval`
+  (:func:`heuresis_env.metrics.paired_bootstrap`, 10,000 resamples by default), seeded from
+  the report's seed and the values themselves, so the same data gets the same interval in
+  every table (a − b mirrors b − a) and a number does not depend on what else the report
+  holds;
+- **errored** episodes (the policy raised, was refused a tool it needs, or could not submit
+  what it computed) are left out of every mean and counted apart;
 - the **reporting rule**: every cell over all episodes and over finished episodes, with the
   truncation rate. In the finished view an instance counts only its finished repeats, and an
   instance with none is left out of both sides of a comparison;
@@ -118,12 +122,6 @@ class Table:
 
 # ---- statistics ----------------------------------------------------------------------------------
 
-
-def comparison_seed(seed: int, *parts: Any) -> int:
-    """The bootstrap seed of one comparison: a hash of the report's seed and its name."""
-    return int(stable_hash([int(seed), *[str(p) for p in parts]])[:8], 16)
-
-
 @dataclass(frozen=True)
 class Settings:
     """What every statistic of one report shares."""
@@ -131,6 +129,41 @@ class Settings:
     n_resamples: int = 10_000
     confidence: float = 0.95
     seed: int = 0
+
+
+def report_interval(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray | None,
+                    settings: Settings) -> BootstrapResult:
+    """The report's one bootstrap: the mean of ``a`` (or of ``a − b``, instance by instance)
+    with its percentile interval, every table's intervals made here.
+
+    The seed is a function of the report's seed and of the values (in instance order), so the
+    same data gets the same interval wherever it appears; a paired difference is computed in
+    one orientation (its first non-zero difference positive) and mirrored, so ``a − b`` and
+    ``b − a`` are exact negatives of each other.
+    """
+    values = np.asarray(a, dtype=float)
+    if b is not None:
+        values = values - np.asarray(b, dtype=float)
+    kept = values[~np.isnan(values)]
+    nonzero = kept[kept != 0]
+    sign = -1.0 if b is not None and nonzero.size and nonzero[0] < 0 else 1.0
+    canonical = sign * values + 0.0  # + 0.0: no negative zero (it would hash apart)
+    digest = stable_hash(["report-interval", b is not None,
+                          [None if math.isnan(v) else round(float(v), 12) for v in canonical]])
+    result = paired_bootstrap(canonical, n_resamples=settings.n_resamples,
+                              confidence=settings.confidence,
+                              seed=comparison_seed(settings.seed, digest))
+    if sign > 0:
+        return result
+    return BootstrapResult(mean=-result.mean, low=-result.high, high=-result.low,
+                           confidence=result.confidence, standard_error=result.standard_error,
+                           n=result.n, n_dropped=result.n_dropped,
+                           n_resamples=result.n_resamples)
+
+
+def comparison_seed(seed: int, *parts: Any) -> int:
+    """A seed from the report's seed and a name (the studies' and simulations' seeds)."""
+    return int(stable_hash([int(seed), *[str(p) for p in parts]])[:8], 16)
 
 
 @dataclass(frozen=True)
@@ -192,8 +225,7 @@ class Comparison:
 
 
 def paired_comparison(a: Arm, b: Arm, family: str, score: str, finished_only: bool,
-                      settings: Settings, name: str = "",
-                      repeat: int | None = None) -> Comparison:
+                      settings: Settings, repeat: int | None = None) -> Comparison:
     """mean(a − b) over the instances of ``family`` both arms ran, with a paired interval.
 
     ``finished_only`` takes each side's finished repeats (an instance without one is dropped
@@ -204,10 +236,7 @@ def paired_comparison(a: Arm, b: Arm, family: str, score: str, finished_only: bo
     shared = [i for i in instances_a if i in shared_b]
     values_a = np.array([_score(a, i, score, finished_only, repeat) for i in shared])
     values_b = np.array([b.instance_score(i, score, finished_only) for i in shared])
-    seed = comparison_seed(settings.seed, name, a.label, b.label, family, score, finished_only,
-                           repeat)
-    result = paired_bootstrap(values_a, values_b, n_resamples=settings.n_resamples,
-                              confidence=settings.confidence, seed=seed)
+    result = report_interval(values_a, values_b, settings)
     kept = ~(np.isnan(values_a) | np.isnan(values_b)) if shared else np.zeros(0, dtype=bool)
     return Comparison(
         difference=result,
@@ -231,9 +260,7 @@ def mean_interval(arm: Arm, family: str, score: str, settings: Settings,
     """The mean of ``score`` over the arm's instances with a bootstrap interval."""
     values = [arm.instance_score(i, score, finished_only)
               for i in arm.instances(_family_filter(family))]
-    seed = comparison_seed(settings.seed, "mean", arm.label, family, score, finished_only)
-    return paired_bootstrap(np.array(values, dtype=float), n_resamples=settings.n_resamples,
-                            confidence=settings.confidence, seed=seed)
+    return report_interval(values, None, settings)
 
 
 # ---- the tables ---------------------------------------------------------------------------------
@@ -257,8 +284,10 @@ def headline_table(loaded: LoadedRuns, settings: Settings,
     """The headline: F1 (all episodes) of every arm per family, Δʳ_φ in parentheses; with
     ``link``, each cell links to the viewer's episodes of that arm and family."""
     families = families_with_all(loaded.families())
+    counts = instance_counts(loaded)
     table = Table("headline", "Headline: adjacency F1 over all episodes (Δʳ_φ against BCA_φ)",
-                  ["policy", *families, "truncated"])
+                  ["policy", *[f"{family} (n={counts[family]})" for family in families],
+                   "truncated"])
     for arm in loaded.arms:
         bca = None if arm.policy == BCA else reference_arm(loaded.arms, BCA, arm)
         cells: list[str] = []
@@ -273,19 +302,52 @@ def headline_table(loaded: LoadedRuns, settings: Settings,
             text = fmt(cell.mean_all)
             values[family] = cell.mean_all
             if bca is not None:
-                comparison = paired_comparison(arm, bca, family, "f1", False, settings,
-                                               "residual_gain")
+                comparison = paired_comparison(arm, bca, family, "f1", False, settings)
                 if comparison.difference.n:
                     text += f" ({fmt_signed(comparison.difference.mean)})"
                     values[f"{family}:delta"] = comparison.difference.mean
             cells.append(text)
         total = arm_cell(arm, ALL)
         cells.append(fmt_percent(100 * total.truncation_rate))
-        table.add([arm.label, *cells], values, [*links, None])
+        name = arm.label
+        if total.n_errors:  # marked: its means leave those episodes out
+            name += f" ⚠ {total.n_errors} errored"
+            values["errors"] = total.n_errors
+        table.add([name, *cells], values, [*links, None])
     table.notes.append("Cells: mean adjacency F1 over instances (all episodes); in parentheses "
-                       "Δʳ_φ = F1(policy) − F1(BCA_φ) on the same instances. Truncated: share "
-                       "of the arm's episodes that hit a budget.")
+                       "Δʳ_φ = F1(policy) − F1(BCA_φ) on the same instances. n: instances per "
+                       "family. Truncated: share of the arm's episodes that hit a budget. "
+                       "'⚠ N errored': episodes whose policy raised, was refused a tool it "
+                       "needs or could not submit what it computed, left out of the means.")
+    small = small_families(counts)
+    if small:
+        table.notes.append(small_sample_warning(small))
     return table
+
+
+#: below this many instances per family the report warns that its intervals are unreliable
+MIN_INSTANCES = 10
+
+
+def instance_counts(loaded: LoadedRuns) -> dict[str, int]:
+    """Instances per family over every arm (and "all")."""
+    families = loaded.families()
+    counts = {family: len({i for arm in loaded.arms for i in arm.instances(family)})
+              for family in families}
+    counts[ALL] = sum(counts.values())
+    return counts
+
+
+def small_families(counts: dict[str, int]) -> dict[str, int]:
+    """The families with fewer than :data:`MIN_INSTANCES` instances."""
+    return {f: n for f, n in counts.items() if f != ALL and n < MIN_INSTANCES}
+
+
+def small_sample_warning(small: dict[str, int]) -> str:
+    listed = ", ".join(f"{family} ({n})" for family, n in small.items())
+    return (f"Fewer than {MIN_INSTANCES} instances per family: {listed}. Means and intervals "
+            "over so few instances are unreliable (a bootstrap interval over 2 instances can "
+            "exclude zero by chance); run more instances (--count) before reading a gain.")
 
 
 def reference_table(loaded: LoadedRuns, settings: Settings,
@@ -325,7 +387,7 @@ def reference_table(loaded: LoadedRuns, settings: Settings,
             if a is None or b is None:
                 cells.append(MISSING)
                 continue
-            comparison = paired_comparison(a, b, family, "f1", False, settings, key)
+            comparison = paired_comparison(a, b, family, "f1", False, settings)
             values[key] = comparison.difference.mean
             values[f"{key}_interval"] = (comparison.difference.low, comparison.difference.high)
             cells.append(fmt_interval(comparison.difference))
@@ -380,7 +442,7 @@ def gain_table(loaded: LoadedRuns, settings: Settings, score: str = "f1",
                         cells.append(MISSING)
                     continue
                 comparison = paired_comparison(arm, bca, family, score, finished_only,
-                                               settings, "residual_gain")
+                                               settings)
                 if comparison.n_only_a and not finished_only:
                     unpaired.append(f"{arm.label} on {family}: {comparison.n_only_a} "
                                     f"instance(s) without a {BCA} episode")
@@ -393,8 +455,7 @@ def gain_table(loaded: LoadedRuns, settings: Settings, score: str = "f1",
                 if oracle is None or arm is oracle:
                     cells.append(MISSING)
                 else:
-                    comparison = paired_comparison(arm, oracle, family, score, False, settings,
-                                                   "oracle_gap")
+                    comparison = paired_comparison(arm, oracle, family, score, False, settings)
                     values["oracle_gap"] = comparison.difference
                     cells.append(fmt_interval(comparison.difference))
             target = link(arm, family) if link else None
@@ -460,9 +521,9 @@ def condition_table(loaded: LoadedRuns, settings: Settings) -> Table:
         contrast = CONDITION_CONTRASTS[condition][2]
         shared_families = [f for f in a.families() if f in set(b.families())]
         for family in families_with_all(shared_families):
-            all_view = paired_comparison(a, b, family, "f1", False, settings, condition)
-            finished_view = paired_comparison(a, b, family, "f1", True, settings, condition)
-            recall = paired_comparison(a, b, family, "recall", False, settings, condition)
+            all_view = paired_comparison(a, b, family, "f1", False, settings)
+            finished_view = paired_comparison(a, b, family, "f1", True, settings)
+            recall = paired_comparison(a, b, family, "recall", False, settings)
             cell_a, cell_b = arm_cell(a, family), arm_cell(b, family)
             table.add([a.policy, contrast, family, str(all_view.n_shared),
                        fmt(all_view.mean_a), fmt(all_view.mean_b),
@@ -497,14 +558,14 @@ def repeats_table(loaded: LoadedRuns, settings: Settings,
                             if e.repeat == repeat]
                 if not episodes:
                     continue
-                all_f1 = [e.score("f1") for e in episodes]
-                finished_f1 = [e.score("f1") for e in episodes if e.finished]
+                all_f1 = [e.score("f1") for e in episodes if not e.error]
+                finished_f1 = [e.score("f1") for e in episodes if e.finished and not e.error]
                 delta = MISSING
                 values: dict[str, Any] = {"label": arm.label, "family": family,
                                           "repeat": repeat}
                 if bca is not None:
                     comparison = paired_comparison(arm, bca, family, "f1", False, settings,
-                                                   "residual_gain_repeat", repeat=repeat)
+                                                   repeat=repeat)
                     delta = fmt_interval(comparison.difference)
                     values["delta_all"] = comparison.difference
                 reasons = [e.termination_reason for e in episodes]
@@ -516,7 +577,8 @@ def repeats_table(loaded: LoadedRuns, settings: Settings,
                            delta], values,
                           [link(arm, family) if link else None] + [None] * 10)
     table.notes.append("Step budget / wall time: episodes truncated by that budget; errors: "
-                       "episodes whose policy raised (scored on the working graph); finished: "
+                       "episodes whose policy raised, was refused a tool it needs or could not "
+                       "submit what it computed (left out of the F1 means); finished: "
                        "submitted before any budget ran out.")
     return table
 
@@ -545,8 +607,8 @@ def cost_table(loaded: LoadedRuns, settings: Settings,
             per_dollar = f1 / cost if cost and not math.isnan(cost) else math.nan
             gain_per_dollar = math.nan
             if bca is not None and cost and not math.isnan(cost):
-                gain = paired_comparison(arm, bca, family, "f1", False, settings,
-                                         "residual_gain").difference.mean
+                gain = paired_comparison(arm, bca, family, "f1", False,
+                                         settings).difference.mean
                 gain_per_dollar = gain / cost
             table.add([arm.label, family, str(len(episodes)), fmt(prompt, 0),
                        fmt(completion, 0), fmt(cost, 4), fmt(float(sum(costs)), 2) if costs
@@ -584,10 +646,8 @@ def provenance_table(cells_by_arm: Sequence[Sequence[Any]], settings: Settings) 
                 continue
             difference = None
             if cell.merge_instances:
-                seed = comparison_seed(settings.seed, "merge_star", cell.label, cell.family)
-                difference = paired_bootstrap(cell.policy_instance_f1, cell.merge_instance_f1,
-                                              n_resamples=settings.n_resamples,
-                                              confidence=settings.confidence, seed=seed)
+                difference = report_interval(cell.policy_instance_f1,
+                                             cell.merge_instance_f1, settings)
             table.add([cell.label, cell.family, str(cell.n_episodes),
                        fmt(cell.n_calls / cell.n_episodes, 1), str(cell.n_added),
                        str(cell.n_added_true), str(cell.n_added_unexplained),
@@ -619,10 +679,8 @@ def repair_table(cells_by_arm: Sequence[Sequence[Any]], settings: Settings) -> T
         for cell in cells:
             if cell.n_episodes == 0:
                 continue
-            seed = comparison_seed(settings.seed, "repair", cell.label, cell.family)
-            difference = paired_bootstrap(cell.final_instance_f1, cell.pc_kci_instance_f1,
-                                          n_resamples=settings.n_resamples,
-                                          confidence=settings.confidence, seed=seed)
+            difference = report_interval(cell.final_instance_f1, cell.pc_kci_instance_f1,
+                                         settings)
             table.add([cell.label, cell.family, str(cell.n_episodes),
                        f"{cell.n_added} ({cell.n_added_true})", fmt(cell.restore_precision, 2),
                        fmt(cell.restore_recall, 2), f"{cell.n_removed} ({cell.n_removed_false})",

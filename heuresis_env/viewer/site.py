@@ -29,8 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evaluation.run_format import (
     EpisodeRecord,
@@ -47,6 +45,7 @@ from heuresis_env.files import (
     output_directory,
 )
 from heuresis_env.graphs import Graph, GraphError, edge_from_text
+from heuresis_env.progress import progress_bar
 from heuresis_env.reports.loading import BCA, CONDITION_FIELDS, run_names
 from heuresis_env.threads import can_fork
 from heuresis_env.trace_files import Trace, read_trace
@@ -68,7 +67,9 @@ _SECRET_OPTION = re.compile(r"key|token|secret|password|credential", re.IGNORECA
 #: the columns of the episode table, in the order of each row of ``index.rows``
 INDEX_COLUMNS = ("id", "run", "family", "index", "repeat", "f1", "precision", "recall", "shd",
                  "delta", "steps", "reason", "finished", "prompt_tokens", "completion_tokens",
-                 "cost", "seconds", "file", "error")
+                 "cost", "seconds", "file", "error", "instance", "search")
+#: the longest text an index row keeps of its episode's tools and arguments (for the search)
+MAX_SEARCH_CHARS = 1_000
 
 
 @dataclass
@@ -236,6 +237,8 @@ def _step_json(record: Mapping[str, Any], extras: StepExtras | None) -> dict[str
         step["rl_action"] = record["rl_action"]
     if extras is not None:
         step.update(extras.to_json())
+    if step.get("output") is None and isinstance(record.get("output"), str):
+        step["output"] = _clip(record["output"])  # the trace's own (bounded) text
     return step
 
 
@@ -315,10 +318,10 @@ def episode_payload(run: RunDirectory, run_name: str, episode: EpisodeRecord,
             warnings.append(f"{run_name} {episode.episode_id}: trace not read ({exc})")
             notes.append(f"The trace could not be read: {exc}")
             steps, start = [], None
-        if not extras:
-            notes.append("Traces keep a digest of each tool output, not its text; this policy "
-                         "left no transcript holding the outputs. `heuresis replay` re-runs "
-                         "the steps.")
+        if steps and not any("output" in step for step in steps):
+            notes.append("This trace keeps a digest of each tool output, not its text (it was "
+                         "written before traces kept outputs); `heuresis replay` re-runs the "
+                         "steps.")
 
     final_graph = episode.final_graph
     if final_graph is None and trace is not None:
@@ -366,7 +369,7 @@ def bca_means(runs: Sequence[RunDirectory]) -> dict[tuple[str, tuple | None], fl
             continue
         for episode in run.episodes:
             f1 = episode.score("f1")
-            if math.isnan(f1):
+            if math.isnan(f1) or episode.error:  # an errored episode is no reference
                 continue
             for key in ((episode.instance_sha256, _conditions(run)),
                         (episode.instance_sha256, None)):
@@ -406,11 +409,24 @@ def _script_json(value: Any) -> str:
     return text.replace("</", "<\\/").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
+def _size_text(values: Iterable[Any]) -> int | str | None:
+    """One size (``10``), a range (``"5–37"``) or None when the instances do not say."""
+    numbers = sorted({int(v) for v in values if isinstance(v, int) and not isinstance(v, bool)})
+    if not numbers:
+        return None
+    return numbers[0] if len(numbers) == 1 else f"{numbers[0]}–{numbers[-1]}"
+
+
 def _run_json(run: RunDirectory, name: str) -> dict[str, Any]:
     f1 = [e.score("f1") for e in run.episodes if not math.isnan(e.score("f1"))]
+    keys = [k for k in run.config.get("instance_keys") or [] if isinstance(k, Mapping)]
+    # the size of the instances themselves: a run made without --d or --n records None (each
+    # family's own size), and its keys still say what the instances were
+    d = run.config.get("d") or _size_text(k.get("d") for k in keys)
+    n = run.config.get("n") or _size_text(k.get("n") for k in keys)
     return {"name": name, "path": str(run.path), "policy": run.policy,
             "options": safe_options(run.policy_options), "settings": run.settings,
-            "split": run.split, "d": run.config.get("d"), "n": run.config.get("n"),
+            "split": run.split, "d": d, "n": n,
             "families": run.config.get("families"), "repeats": run.repeats,
             "episodes": len(run.episodes), "expected": run.expected_episodes,
             "mean_f1": sum(f1) / len(f1) if f1 else None, "created": run.config.get("created")}
@@ -453,6 +469,28 @@ class _Entry:
     has_truth: bool
 
 
+def search_text(steps: Sequence[Mapping[str, Any]], limit: int = MAX_SEARCH_CHARS) -> str:
+    """The tools an episode called and the values of their arguments, each once, in order of
+    first use (``ci_test X1 X2 kci run_algorithm pc-kci``): what the page's search matches."""
+    words: dict[str, None] = {}
+
+    def add(value: Any) -> None:
+        if isinstance(value, Mapping):
+            for item in value.values():
+                add(item)
+        elif isinstance(value, list | tuple):
+            for item in value:
+                add(item)
+        elif value is not None and not isinstance(value, bool):
+            words.setdefault(str(value)[:80], None)
+
+    for step in steps:
+        if step.get("tool"):
+            words.setdefault(str(step["tool"]), None)
+        add(step.get("args"))
+    return " ".join(words)[:limit]
+
+
 def _episode_entry(run: RunDirectory, run_number: int, name: str, episode: EpisodeRecord,
                    truths: _Truths, delta: float | None, out: Path) -> _Entry:
     """Write one episode's file and return its row of the index."""
@@ -466,7 +504,8 @@ def _episode_entry(run: RunDirectory, run_number: int, name: str, episode: Episo
            _finite(episode.score("shd")), delta, episode.steps,
            episode.termination_reason, episode.finished, episode.prompt_tokens,
            episode.completion_tokens, _finite(episode.cost_usd),
-           _finite(episode.wall_seconds), file, bool(episode.error)]
+           _finite(episode.wall_seconds), file, bool(episode.error),
+           episode.instance_sha256[:16], search_text(payload["steps"])]
     return _Entry(row, problems, bool(payload["steps"] or payload["start"] is not None),
                   payload["truth"] is not None)
 
@@ -528,7 +567,7 @@ def build_site(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLike
     n_chunks = min(len(groups), workers * 4)
     chunks = [[p for group in groups[k::n_chunks] for p in group] for k in range(n_chunks)]
     parallel = workers > 1 and len(items) >= PARALLEL_MIN_EPISODES and can_fork()
-    bar = tqdm(total=len(items), desc="viewer", disable=not progress, leave=False)
+    bar = progress_bar(total=len(items), show=progress, desc="viewer", leave=False)
     entries: list[_Entry | None] = [None] * len(items)
     failed: dict[str, str] = {}
     _FORK_STATE = (runs, names, out, items)

@@ -335,6 +335,24 @@ def test_rendering_ansi_and_rgb():
     assert after.shape[0] == during.shape[0] and after.shape[1] == 2 * during.shape[1]
 
 
+def test_human_rendering_prints_each_step_without_a_window(capsys):
+    """render_mode="human" is the terminal: gym.make needs no pygame, reset and every step
+    print the working graph and the last output, and render() returns None."""
+    env = make("lg", render_mode="human")
+    env.reset(seed=0)
+    assert "step 0 of" in capsys.readouterr().out
+    env.step({"tool": "add_edge", "args": {"x": "X1", "y": "X2"}})
+    printed = capsys.readouterr().out
+    assert "step 1 of" in printed and "X1 --> X2" in printed and "Last output" in printed
+    assert env.render() is None
+    env.step({"tool": "submit"})
+    assert "Episode over (submitted)" in capsys.readouterr().out
+    rl = make("lg", render_mode="human", interface="rl")
+    rl.reset(seed=0)
+    rl.step(0)
+    assert "Added X1 --- X2" in capsys.readouterr().out
+
+
 def test_text_observations_stay_in_the_space():
     env = make("lg")
     env.reset(seed=0)

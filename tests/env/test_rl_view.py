@@ -13,7 +13,7 @@ from gymnasium.utils.env_checker import check_env
 import heuresis_env.evidence.pairs as evidence_module
 from heuresis_env.discovery.citests import make_ci_test
 from heuresis_env.discovery.pc import pc
-from heuresis_env.env import replay_trace
+from heuresis_env.env import read_trace, replay_trace
 from heuresis_env.env.toolbox.graph_tools import add_edge_at, orient_edge_at, remove_edge_at
 from heuresis_env.env.toolbox.state import EpisodeState
 from heuresis_env.evidence import FEATURE_NAMES, clear_memory, pair_evidence
@@ -227,6 +227,11 @@ def test_rl_trace_replays(tmp_path):
     report = replay_trace(path)
     assert report.ok, report.summary()
     assert report.output_mismatches == []
+    # an RL step keeps the text a text-view agent would have read: a test's p-value
+    steps = read_trace(path).steps
+    tests = [s for s in steps if s["tool"] == "ci_test" and not s["error"]]
+    assert tests and all("p-value" in s["output"] for s in tests)
+    assert steps[-1]["output"].startswith("Submitted the working graph")
 
 
 def test_maskable_ppo_learns_a_few_steps():

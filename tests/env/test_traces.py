@@ -10,6 +10,7 @@ import pytest
 
 from heuresis_env.cli import replay as replay_cli
 from heuresis_env.env import EvidenceLinker, read_trace, replay_trace
+from heuresis_env.env.traces import TRACE_OUTPUT_CHARS, bounded_output, text_digest
 from heuresis_env.errors import HeuresisError, TraceFormatError
 from heuresis_env.registration import env_id, register_envs
 
@@ -77,11 +78,25 @@ def test_trace_records_every_step_with_evidence_and_diffs(tmp_path):
     assert "evidence" not in by_step[2]
     for record in trace.steps:
         assert len(record["output_sha256"]) == 64
+        # the output text is kept beside its digest (whole here: every output is short)
+        assert record["output_sha256"] == text_digest(record["output"]) and record["output"]
         assert record["budget_used"]["steps"] == record["step"]
     assert trace.end["termination_reason"] == "submitted"
     assert trace.end["scores"]["f1"] == pytest.approx(info["scores"]["f1"])
     for line in path.read_text().splitlines():
         json.loads(line)  # strict JSON, one record a line
+
+
+def test_outputs_hold_the_evidence_and_long_ones_are_bounded(tmp_path):
+    path, _ = run_episode(tmp_path)
+    by_step = {r["step"]: r for r in read_trace(path).steps}
+    assert "p-value" in by_step[2]["output"] and "X1" in by_step[2]["output"]
+    assert by_step[7]["output"].startswith("Error:")
+    long = "y" * (TRACE_OUTPUT_CHARS + 123)
+    kept = bounded_output(long)
+    assert kept.startswith("y" * TRACE_OUTPUT_CHARS)
+    assert kept.endswith("[… 123 more characters not kept in the trace]")
+    assert bounded_output("short") == "short"
 
 
 def test_replay_reproduces_graph_and_scores(tmp_path):

@@ -326,3 +326,23 @@ class ProcessProbe(Policy):
             readable = False
         return {"pid": os.getpid(), "parent": parent, "parent_memory_readable": readable,
                 "numpy_draw": float(np.random.random())}
+
+
+class NotedFailure(Policy):
+    """Submits at once and reports a failure and a note (``Policy.failure``/``notes``), as a
+    baseline refused its tool and a model run outside its training condition do."""
+
+    name = "noted-failure"
+
+    def act(self, observation: Any, info: dict[str, Any]) -> Any:
+        return {"tool": "submit", "args": {}}
+
+    def failure(self) -> str | None:
+        return "the tool it needs was refused"
+
+    def notes(self) -> list[str]:
+        return ["made for another condition"]
+
+
+def noted_failure() -> NotedFailure:
+    return NotedFailure()

@@ -81,6 +81,19 @@ def test_stdio_client_lists_calls_edits_submits_and_reads_the_score(tmp_path):
         assert seen["tools"][name].input_schema == schema["input_schema"]
         assert seen["tools"][name].description == schema["description"]
     assert "deletion_log" not in seen["tools"]  # guided only
+    # titles, behaviour hints and output schemas (the client validated every result above
+    # that was not an error against its tool's output schema)
+    tools = seen["tools"]
+    assert tools["ci_test"].title == "CI test" and tools["run_algorithm"].title == "Run algorithm"
+    hints = tools["ci_test"].annotations
+    assert hints.read_only_hint and hints.idempotent_hint and not hints.destructive_hint
+    assert not hints.open_world_hint
+    for name in ("add_edge", "submit", "reset"):
+        assert tools[name].annotations.destructive_hint and not tools[name].annotations.read_only_hint
+    assert not tools["stability"].annotations.idempotent_hint  # it resamples at random
+    assert tools["ci_test"].output_schema["required"] == [
+        "step", "steps_left", "tool", "error", "data", "episode_over"]
+    assert "names" in tools["reset"].output_schema["required"]
     assert "TASK: recover the causal graph" in seen["instructions"]
 
     # every step is the environment's own answer: same text and scores as a direct episode
@@ -186,3 +199,30 @@ def test_streamable_http_on_loopback(tmp_path):
         server.terminate()
         server.wait(timeout=30)
         log.close()
+
+
+def test_traces_go_to_the_user_data_folder_never_the_working_directory(tmp_path):
+    """Without --trace-dir the traces go under the user's data folder (platformdirs, here
+    $XDG_DATA_HOME), so a GUI client starting the server in any folder writes nothing there;
+    --client-config prints a configuration that needs no `heuresis` on PATH."""
+    import os
+
+    work, data = tmp_path / "work", tmp_path / "data"
+    work.mkdir()
+    env = {**os.environ, "XDG_DATA_HOME": str(data), "PATH": "/nonexistent"}
+    args = ["-m", "heuresis_env.cli", "mcp", "--family", "lg", "--d", str(D), "--n", str(N)]
+
+    async def session() -> None:
+        params = StdioServerParameters(command=sys.executable, args=args, env=env, cwd=work)
+        async with Client(params) as client:
+            await client.call_tool("describe_data", {})
+
+    anyio.run(session)
+    assert not any(work.iterdir())  # nothing in the working directory
+    assert len(list((data / "heuresis" / "mcp" / "traces").glob("*.jsonl"))) == 1
+    printed = subprocess.run([sys.executable, *args, "--guided", "--client-config"],
+                             capture_output=True, text=True, timeout=120, env=env, cwd=work)
+    config = json.loads(printed.stdout)["mcpServers"]["heuresis"]
+    assert config == {"command": sys.executable,
+                      "args": [*args[:3], "--family", "lg", "--guided", "--d", str(D),
+                               "--n", str(N)]}

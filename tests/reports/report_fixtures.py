@@ -310,9 +310,11 @@ def write_standard_runs(root: str | os.PathLike) -> dict[str, Path]:
 def write_synthetic_run(path: str | os.PathLike, policy: str, f1: Iterable[float], *,
                         family: str = "lg", truncated: Iterable[bool] | None = None,
                         settings: EpisodeSettings = FIXTURE_SETTINGS, d: int = 10,
-                        n: int = 600, sha_prefix: str = "synthetic") -> Path:
+                        n: int = 600, sha_prefix: str = "synthetic",
+                        errors: Iterable[str | None] | None = None) -> Path:
     """A run directory whose episode i on instance ``family/dev/i`` has adjacency F1
-    ``f1[i]`` (other scores derived), for testing the statistics end to end."""
+    ``f1[i]`` (other scores derived) and error ``errors[i]``, for testing the statistics end
+    to end."""
     from heuresis_env.generation.instances import InstanceKey
 
     path = Path(path)
@@ -321,8 +323,9 @@ def write_synthetic_run(path: str | os.PathLike, policy: str, f1: Iterable[float
     keys = [InstanceKey(family, "dev", i, d=d, n=n).to_dict() for i in range(len(values))]
     write_config(path, policy=policy, settings=settings, families=[family], count=len(values),
                  repeats=1, d=d, n=n, instance_keys=keys)
+    reasons = list(errors) if errors is not None else [None] * len(values)
     lines = []
-    for index, (value, cut) in enumerate(zip(values, flags, strict=True)):
+    for index, (value, cut, error) in enumerate(zip(values, flags, reasons, strict=True)):
         sha = hashlib.sha256(f"{sha_prefix}:{family}:{index}".encode()).hexdigest()
         lines.append(json.dumps({
             "episode_id": f"{family}/dev/{index}/r0", "policy": policy, "family": family,
@@ -333,6 +336,6 @@ def write_synthetic_run(path: str | os.PathLike, policy: str, f1: Iterable[float
             "steps": 5, "terminated": not cut, "truncated": bool(cut), "finished": not cut,
             "termination_reason": "step_budget" if cut else "submitted", "wall_seconds": 0.1,
             "tokens": None, "cost_usd": None, "api_retries": None, "final_graph": None,
-            "trace": None, "transcript": None, "error": None, "worker": "synthetic"}))
+            "trace": None, "transcript": None, "error": error, "worker": "synthetic"}))
     (path / "results.jsonl").write_text("\n".join(lines) + "\n")
     return path

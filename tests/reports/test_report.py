@@ -15,9 +15,15 @@ import numpy as np
 import pytest
 
 from heuresis_env.errors import DataError, HeuresisError
-from heuresis_env.metrics import paired_bootstrap
 from heuresis_env.reports import build_report, load_runs
-from heuresis_env.reports.tables import Settings, comparison_seed, gain_table
+from heuresis_env.reports.tables import (
+    Settings,
+    gain_table,
+    headline_table,
+    reference_table,
+    repeats_table,
+    report_interval,
+)
 from heuresis_env.studies.deletion_signals import (
     clustered_auc,
     exact_quantities,
@@ -145,10 +151,8 @@ def test_f1_and_residual_gain_cells_match_a_direct_computation(report, runs):
         assert row["truncated"].startswith(f"{truncated} (")
         assert row["episodes"] == str(len(episodes)) and truncated > 0
         keys = sorted(agent_all, key=lambda k: (FIXTURE_FAMILIES.index(k[0]), k[1]))
-        difference = paired_bootstrap([agent_all[k] for k in keys], [bca[k] for k in keys],
-                                      n_resamples=RESAMPLES,
-                                      seed=comparison_seed(SEED, "residual_gain", label, "bca",
-                                                           family, "f1", False, None))
+        difference = report_interval([agent_all[k] for k in keys], [bca[k] for k in keys],
+                                     Settings(n_resamples=RESAMPLES, seed=SEED))
         assert row["Δʳ all [95% CI]"] == (f"{difference.mean:+.3f} [{difference.low:+.3f}, "
                                           f"{difference.high:+.3f}]")
         bca_mean = np.mean([bca[k] for k in keys])
@@ -326,7 +330,11 @@ def test_conditions_cost_and_repeats(report, runs):
 
 
 def test_headline_and_json(report):
-    assert report.headline.splitlines()[0].startswith("| policy | lg | anm | all |")
+    # the headline says what it rests on: instances per family, and a warning below 10
+    assert report.headline.splitlines()[0].startswith(
+        "| policy | lg (n=3) | anm (n=3) | all (n=6) |")
+    assert any("Fewer than 10 instances per family: lg (3), anm (3)" in w
+               for w in report.warnings)
     data = json.loads(report.json_path.read_text())
     assert set(data["tables"]) >= {"headline", "table6_policies", "table4", "table13"}
     assert data["settings"] == {"n_resamples": RESAMPLES, "confidence": 0.95, "seed": SEED}
@@ -416,7 +424,7 @@ def test_report_without_references_and_cli(tmp_path, capsys):
                               "--bootstrap", "200", "--no-progress"])
     assert report_command.run(args) == 0
     printed = capsys.readouterr().out
-    assert printed.startswith("| policy | lg | truncated |")
+    assert printed.startswith("| policy | lg (n=3) | truncated |")
     assert "| agent | 0.600 | 33.3% |" in printed
     markdown = (tmp_path / "out" / "report.md").read_text()
     assert "No reference runs" in markdown
@@ -479,13 +487,14 @@ def test_the_guided_start_run_is_the_pc_kci_reference_and_labels_name_default_op
     config["policy_options"] = {"model": "lg"}
     (run / "config.json").write_text(json.dumps(config))
     loaded = load_runs([tmp_path / name for name in ("start", "bca", "rl", "rl-lg")])
+    # guided arms say so (guided-start names its condition itself)
     assert sorted(arm.label for arm in loaded.arms) == [
-        "bca", "guided-start", "rl [model=default]", "rl [model=lg]"]
+        "bca [guided]", "guided-start", "rl [guided, model=default]", "rl [guided, model=lg]"]
     settings = Settings(n_resamples=500)
     row = reference_table(loaded, settings).values[0]
     assert math.isclose(row["pc_kci"], 0.6) and math.isclose(row["selection_headroom"], 1 / 30)
     assert {r["label"] for r in gain_table(loaded, settings).values} == {
-        "rl [model=default]", "rl [model=lg]"}
+        "rl [guided, model=default]", "rl [guided, model=lg]"}
 
 
 def test_finished_view_drops_truncated_instances_from_both_sides(tmp_path):
@@ -651,3 +660,76 @@ def test_report_on_a_real_evaluation(tmp_path):
                             if r["policy"] == "tests.reports.report_fixtures:AgentPolicy")
     assert agent_provenance["algorithm calls / episode"] == "3.0"
     assert agent_provenance["added in no called output"] == "1"  # one finished episode
+
+
+def test_errored_episodes_are_left_out_of_the_means_and_the_arm_is_marked(tmp_path):
+    write_synthetic_run(tmp_path / "agent", "agent", [0.9, 0.0, 0.8, 0.7],
+                        errors=[None, "policy.act() raised ValueError: boom", None, None])
+    write_synthetic_run(tmp_path / "bca", "bca", [0.5, 0.5, 0.6, 0.2])
+    loaded = load_runs([tmp_path / "agent", tmp_path / "bca"])
+    agent = loaded.arm("agent")
+    assert [e.episode_id for e in agent.errored()] == ["lg/dev/1/r0"]
+    assert any("agent: 1 of 4 episodes errored (1 × policy.act() raised ValueError: boom)" in w
+               for w in loaded.warnings)
+    settings = Settings(n_resamples=300)
+    row = gain_table(loaded, settings).values[0]
+    assert math.isclose(row["mean_all"], (0.9 + 0.8 + 0.7) / 3)  # the errored 0.0 is left out
+    assert row["delta_all"].n == 3  # and dropped from both sides of the paired Δ
+    headline = headline_table(loaded, settings)
+    assert headline.rows[0][0] == "agent ⚠ 1 errored"
+
+
+def test_a_reference_run_with_errors_is_refused(tmp_path):
+    write_synthetic_run(tmp_path / "agent", "agent", [0.9, 0.8])
+    write_synthetic_run(tmp_path / "bca", "bca", [0.0, 0.5],
+                        errors=["policy.reset() raised UnknownNameError: unknown family", None])
+    with pytest.raises(HeuresisError, match=r"the reference run bca \(.*\) has errors: 1 of 2 "
+                       r"episodes errored .*UnknownNameError.* it is refused"):
+        load_runs([tmp_path / "agent", tmp_path / "bca"])
+
+
+def test_the_same_data_gets_the_same_interval_in_every_table(tmp_path):
+    """One bootstrap function, seeded by the data: a − b mirrors b − a exactly, and the
+    reference table's selection headroom equals Table 7's comparison of the same arms."""
+    settings = Settings(n_resamples=400, seed=3)
+    a, b = [0.9, 0.4, 0.7, 0.2, 0.5], [0.6, 0.5, 0.3, 0.2, 0.1]
+    forward, backward = report_interval(a, b, settings), report_interval(b, a, settings)
+    assert (forward.mean, forward.low, forward.high) == pytest.approx(
+        (-backward.mean, -backward.high, -backward.low))
+    assert report_interval(a, b, settings) == forward  # the same data, the same draw
+    write_synthetic_run(tmp_path / "bca", "bca", a)
+    write_synthetic_run(tmp_path / "pc", "pc-kci", b)
+    loaded = load_runs([tmp_path / "bca", tmp_path / "pc"])
+    headroom = reference_table(loaded, settings).values[0]["selection_headroom_interval"]
+    assert headroom == pytest.approx((forward.low, forward.high))
+    table13 = repeats_table(loaded, settings).values
+    pc_row = next(v for v in table13 if v["label"] == "pc-kci")
+    assert (pc_row["delta_all"].low, pc_row["delta_all"].high) == pytest.approx(
+        (-forward.high, -forward.low))
+
+
+def test_the_report_says_whether_the_test_split_was_sealed():
+    from types import SimpleNamespace
+
+    from heuresis_env.reports.build import sealing_text
+
+    def loaded(*digests, split="test"):
+        return SimpleNamespace(runs=[SimpleNamespace(split=split, config={"salt_digest": d},
+                                                     path=Path(f"r{k}"))
+                                     for k, d in enumerate(digests)])
+
+    assert sealing_text(loaded("abc", "def")).startswith("sealed with a secret salt")
+    assert sealing_text(loaded(None, None)).startswith(
+        "not sealed ($HEURESIS_TEST_SALT was not set for any of the 2 runs)")
+    assert "was not set for r1)" in sealing_text(loaded("abc", None))
+    assert sealing_text(loaded(None, split="dev")) == ""
+
+
+def test_a_policys_notes_reach_the_report(tmp_path):
+    run = write_synthetic_run(tmp_path / "rl", "rl", [0.4, 0.5])
+    lines = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+    for line in lines:
+        line["notes"] = ["trained in the guided condition; this run is unguided"]
+    (run / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    loaded = load_runs([run])
+    assert loaded.warnings.count("rl: trained in the guided condition; this run is unguided") == 1

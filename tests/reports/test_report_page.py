@@ -13,6 +13,7 @@ from urllib.parse import parse_qs
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
+from heuresis_env.errors import HeuresisError
 from heuresis_env.reports import build_report, load_runs
 from heuresis_env.reports import figures as report_figures
 from heuresis_env.reports.figures import MARKERS, PALETTE, PolicyStyles
@@ -180,14 +181,20 @@ def test_labels_name_policies_not_addresses_or_keys(tmp_path):
     arms = build_arms([load_runs([p]).runs[0] for p in paths])
     labels = sorted(arm.label for arm in arms)
     assert labels == ["llm-anthropic", "llm-openai"]
-    # arms that differ only in an address are numbered, never labelled by it
+    # runs that differ only in an address are one arm (the address is how to reach the
+    # model, not what the policy is): the same episodes twice are refused, never labelled
     for path in paths:
         config = json.loads((path / "config.json").read_text())
         config["policy_options"] = {"base_url": config["policy_options"]["base_url"]}
         (path / "config.json").write_text(json.dumps(config))
-    arms = build_arms([load_runs([p]).runs[0] for p in paths])
-    assert sorted(arm.label for arm in arms) == ["llm [arm 1]", "llm [arm 2]"]
-    assert not any("http" in arm.label or "127.0.0.1" in arm.label for arm in arms)
+    with pytest.raises(HeuresisError, match="appears in two runs with the same settings"):
+        build_arms([load_runs([p]).runs[0] for p in paths])
+    other = write_synthetic_run(tmp_path / "other-family", "llm", family="anm", f1=[0.7])
+    config = json.loads((other / "config.json").read_text())
+    config["policy_options"] = {"base_url": "http://127.0.0.1:50000/v1"}
+    (other / "config.json").write_text(json.dumps(config))
+    (arm,) = build_arms([load_runs([p]).runs[0] for p in (paths[0], other)])
+    assert arm.label == "llm" and len(arm.episodes) == 3
 
 
 def test_a_figure_drawn_once_is_copied_from_the_cache_with_its_styles(tmp_path, monkeypatch):

@@ -70,6 +70,32 @@ def column(page, index: int) -> list[str]:
     return page.locator(f"#episodes tbody tr td:nth-child({index})").all_inner_texts()
 
 
+def choose(page, filter_id: str, values: list[str]) -> None:
+    """Check exactly ``values`` in a filter's list of checkboxes (none: all), as a user does:
+    open the list, click the boxes, close it with Escape."""
+    page.click(f"{filter_id} summary")
+    for box in page.locator(f"{filter_id} input[type=checkbox]").all():
+        if box.is_checked() != (box.get_attribute("value") in values):
+            box.click()
+    page.keyboard.press("Escape")
+
+
+def chosen(page, filter_id: str) -> list[str]:
+    return [box.get_attribute("value")
+            for box in page.locator(f"{filter_id} input[type=checkbox]").all()
+            if box.is_checked()]
+
+
+def no_horizontal_overflow(page) -> None:
+    """Nothing wider than the 1280 px window: the page does not scroll sideways and no
+    table cell's text runs out of its cell."""
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    spilled = page.evaluate("""() => Array.from(document.querySelectorAll('td, th'))
+        .filter(c => c.closest('.table-wrap') === null || c.closest('#runs'))
+        .filter(c => c.scrollWidth > c.clientWidth + 1).map(c => c.textContent.slice(0, 60))""")
+    assert spilled == []
+
+
 def test_filter_sort_and_open_an_episode(page, base_url, pages, tmp_path):
     page.goto(f"{base_url}/viewer/index.html")
     rows = page.locator("#episodes tbody tr")
@@ -77,12 +103,12 @@ def test_filter_sort_and_open_an_episode(page, base_url, pages, tmp_path):
     assert page.locator("#episode-count").inner_text() == "12 of 12 episodes"
     save_screenshot(page, "viewer-index.png", tmp_path)
 
-    page.select_option("#filter-family", "anm")
+    choose(page, "#filter-family", ["anm"])
     assert rows.count() == 6 and set(column(page, 4)) == {"anm"}
-    page.select_option("#filter-policy", EVIDENCE_POLICY)
+    choose(page, "#filter-policy", [EVIDENCE_POLICY])
     assert rows.count() == 2
-    page.select_option("#filter-policy", "")
-    page.select_option("#filter-reason", "submitted")
+    choose(page, "#filter-policy", [])
+    choose(page, "#filter-reason", ["submitted"])
     assert rows.count() == 6
     assert "family=anm" in page.url and "reason=submitted" in page.url
 
@@ -99,11 +125,11 @@ def test_filter_sort_and_open_an_episode(page, base_url, pages, tmp_path):
 
     # the filters live in the URL: a reload (or a link from the report) restores them
     page.reload()
-    assert page.locator("#filter-family").input_value() == "anm" and rows.count() == 6
+    assert chosen(page, "#filter-family") == ["anm"] and rows.count() == 6
 
     assert not [u for u in page.requests if "/episodes/" in u]  # nothing loaded yet
-    page.select_option("#filter-family", "lg")
-    page.select_option("#filter-policy", EVIDENCE_POLICY)
+    choose(page, "#filter-family", ["lg"])
+    choose(page, "#filter-policy", [EVIDENCE_POLICY])
     page.get_by_role("link", name="lg/dev/0/r0").click()
     page.wait_for_selector("#episode")
     loaded = [u for u in page.requests if "/episodes/" in u]
@@ -128,6 +154,11 @@ def test_filter_sort_and_open_an_episode(page, base_url, pages, tmp_path):
     assert "named by the agent" in evidence.inner_text()
     assert evidence.locator("a.step-link").all_inner_texts() == [
         'step 1: ci_test(x="X1", y="X2", method="fisherz")']
+    # the evidence's own output: the test's p-value, kept in the trace of this scripted policy
+    cited_output = evidence.locator("pre.output").inner_text()
+    assert cited_output.startswith("X1 _||_ X2 by fisherz") and "p-value" in cited_output
+    assert cited_output == payload["steps"][0]["output"]
+    no_horizontal_overflow(page)
     save_screenshot(page, "viewer-episode.png", tmp_path, full_page=True)
 
     evidence.locator("a.step-link").click()  # the cited call
@@ -205,10 +236,101 @@ def test_the_report_page_leads_with_the_headline_and_links_to_the_viewer(page, b
     link.click()
     page.wait_for_selector("#episodes")
     assert "/viewer/index.html#" in page.url
-    policy = page.locator("#filter-policy").input_value()
+    (policy,) = chosen(page, "#filter-policy")
     assert policy == row_label  # one arm per policy here: the label is the policy's name
-    assert page.locator("#filter-family").input_value() == "lg"
+    assert chosen(page, "#filter-family") == ["lg"]
     policies = set(column(page, 3))
     families = set(column(page, 4))
     assert policies == {policy} and families == {"lg"}
     assert page.locator("#episodes tbody tr").count() == 2
+
+
+def test_several_values_a_score_range_and_a_search_over_tools(page, base_url, pages):
+    page.goto(f"{base_url}/viewer/index.html")
+    rows = page.locator("#episodes tbody tr")
+    no_horizontal_overflow(page)
+    choose(page, "#filter-family", ["lg", "anm"])
+    choose(page, "#filter-policy", ["bca", EVIDENCE_POLICY])
+    assert rows.count() == 8 and set(column(page, 3)) == {"bca", EVIDENCE_POLICY}
+    assert "policy=" in page.url and "%2C" in page.url  # several values, joined in the URL
+    assert page.locator("#filter-policy summary").inner_text() == "2 policies"
+    # a score range: F1 at most the lowest F1 shown keeps only those episodes
+    f1 = sorted(float(x) for x in column(page, 5))
+    page.fill("#filter-f1-max", str(f1[0]))
+    assert all(float(x) <= f1[0] for x in column(page, 5)) and rows.count() >= 1
+    page.fill("#filter-f1-max", "")
+    page.fill("#filter-f1-min", "1.01")
+    assert rows.count() == 0 and page.locator("#episode-count").inner_text().startswith("0 of")
+    page.fill("#filter-f1-min", "")
+    # the search reads the tools and arguments: only the scripted policy calls describe_data
+    choose(page, "#filter-policy", [])
+    page.fill("#filter-text", "describe_data")
+    assert rows.count() == 4 and set(column(page, 3)) == {EVIDENCE_POLICY}
+    index = json.loads(re.search(r'type="application/json">(.*?)</script>',
+                                 (pages / "viewer" / "index.html").read_text(), re.S).group(1))
+    table = [dict(zip(index["columns"], r, strict=True)) for r in index["rows"]]
+    expected = [r for r in table if r["family"] in ("lg", "anm")
+                and all(w in r["search"].lower() for w in ("remove_edge", "x3"))]
+    page.fill("#filter-text", "remove_edge X3")  # every word must match, in any field
+    assert rows.count() == len(expected) >= 4
+    page.reload()
+    assert page.locator("#filter-text").input_value() == "remove_edge X3"
+
+
+def test_two_episodes_on_one_instance_side_by_side(page, base_url, pages, tmp_path):
+    index = json.loads(re.search(r'type="application/json">(.*?)</script>',
+                                 (pages / "viewer" / "index.html").read_text(), re.S).group(1))
+    table = [dict(zip(index["columns"], r, strict=True)) for r in index["rows"]]
+    policy_of = {k: run["policy"] for k, run in enumerate(index["runs"])}
+    first = next(r for r in table if policy_of[r["run"]] == EVIDENCE_POLICY
+                 and r["id"] == "lg/dev/0/r0")
+    other = next(r for r in table if policy_of[r["run"]] == "bca" and r["id"] == "lg/dev/0/r0")
+    page.goto(f"{base_url}/viewer/index.html#episode={first['file']}")
+    page.wait_for_selector("#compare-with")
+    options = page.locator("#compare-with option").all_inner_texts()[1:]
+    assert len(options) == 2  # the two other runs' episodes on this instance
+    page.select_option("#compare-with", other["file"])
+    page.wait_for_selector("#compare")
+    assert f"compare={first['file']}%2C{other['file']}" in page.url
+    a, b = episode_payload(pages, first["file"]), episode_payload(pages, other["file"])
+    edges_a = {frozenset(e[:2]): e for e in a["final"]}
+    edges_b = {frozenset(e[:2]): e for e in b["final"]}
+    only_a = len(set(edges_a) - set(edges_b))
+    only_b = len(set(edges_b) - set(edges_a))
+    counts = page.locator("#compare-counts").inner_text()
+    assert f"only in A ({only_a})" in counts and f"only in B ({only_b})" in counts
+    diff = page.locator("#compare-diff svg.graph")
+    assert diff.locator("g.edge.only-a").count() == only_a
+    assert diff.locator("g.edge.only-b").count() == only_b
+    summary = page.locator("#compare-summary").inner_text()
+    assert f"{a['scores']['f1']:.3f}" in summary and f"{b['scores']['f1']:.3f}" in summary
+    assert page.locator("#compare-steps-a tbody tr").count() == len(a["steps"])
+    assert page.locator("#compare-steps-b tbody tr").count() == len(b["steps"])
+    no_horizontal_overflow(page)
+    save_screenshot(page, "viewer-compare.png", tmp_path, full_page=True)
+    page.reload()  # the view is in the URL
+    page.wait_for_selector("#compare")
+    page.click("#back-link")
+    page.wait_for_selector("#episodes")
+
+
+def test_long_options_do_not_overflow_the_page(browser, viewer_runs, tmp_path):
+    """A run whose options are long (paths, lists): at 1280 px they wrap in their cell."""
+    import shutil
+
+    copy = tmp_path / "run-with-long-options"
+    shutil.copytree(viewer_runs["bca"], copy)
+    config = json.loads((copy / "config.json").read_text())
+    config["policy_options"] = {
+        "selection_path": "/home/someone/experiments/heuresis/selections/" + "x" * 80 + ".json",
+        "algorithms": ["pc-fisherz", "pc-kci", "ges", "fci", "direct-lingam", "anm", "notears",
+                       "notears-mlp", "grasp", "boss"]}
+    (copy / "config.json").write_text(json.dumps(config))
+    site = build_site([copy, viewer_runs["llm"]], tmp_path / "site")
+    tab = browser.new_page()
+    try:
+        tab.goto(site.index_path.as_uri())
+        tab.wait_for_selector("#runs")
+        no_horizontal_overflow(tab)
+    finally:
+        tab.close()

@@ -104,7 +104,12 @@ def test_an_episode_file_replays_its_trace_and_cites_its_evidence(site, viewer_r
     assert _apply(payload["start"], steps) == final
     assert {tuple(e) for e in final.values()} == {("X1", "X2", 1, 2), ("X3", "X4", 1, 2)}
     assert payload["names"] == [f"X{k + 1}" for k in range(D)]
-    assert "digest" in " ".join(payload["notes"])  # no transcript: outputs not recorded
+    # no transcript, and still every output: the trace keeps the text behind each edit
+    assert all(step["output"] for step in steps)
+    assert steps[0]["output"].startswith("X1 _||_ X2") and "p-value" in steps[0]["output"]
+    assert steps[2]["evidence"] == [1] and "p-value" in steps[steps[2]["evidence"][0] - 1][
+        "output"]
+    assert not any("digest" in note for note in payload["notes"])
 
 
 def test_truth_and_comparison_reproduce_the_recorded_f1(site):
@@ -276,3 +281,22 @@ def test_a_build_in_two_processes_writes_the_same_site(viewer_runs, tmp_path):
             == built.sub("", serial.index_path.read_text()))
     with pytest.raises(HeuresisError, match="workers must be at least 1"):
         build_site(runs, tmp_path / "none", workers=0)
+
+
+def test_a_run_made_without_d_shows_the_size_of_its_instances(viewer_runs, tmp_path):
+    copy = tmp_path / "no-size"
+    shutil.copytree(viewer_runs["bca"], copy)
+    config = json.loads((copy / "config.json").read_text())
+    config["d"] = config["n"] = None  # as `heuresis evaluate` records a run without --d/--n
+    (copy / "config.json").write_text(json.dumps(config))
+    site = build_site([copy], tmp_path / "site")
+    (run,) = index_data(site)["runs"]
+    assert (run["d"], run["n"]) == (D, N)  # from the instances, never "?"
+
+
+def test_the_index_row_holds_the_tools_and_arguments_for_the_search(site):
+    row = next(r for r in rows(site) if r["run"] == 2 and r["id"] == "lg/dev/0/r0")
+    words = row["search"].split()
+    assert words[:4] == ["ci_test", "X1", "X2", "fisherz"]
+    assert {"add_edge", "describe_data", "remove_edge", "submit", "X3"} <= set(words)
+    assert len(row["instance"]) == 16

@@ -1,7 +1,8 @@
 /* Heuresis trace viewer. Hand-written, no dependencies, nothing fetched from the network:
  * the episode table comes from the JSON embedded in index.html, and an episode's file
  * (episodes/<file>.js, one script call heuresisEpisode(file, payload)) is loaded only when
- * the episode is opened. State lives in the URL hash (#policy=…&family=…&episode=…), so a
+ * the episode is opened. State lives in the URL hash (#policy=…&family=…&episode=…, a filter's
+ * several values joined by commas; #compare=fileA,fileB for two episodes side by side), so a
  * report can link to a filtered table and a view can be bookmarked. */
 (function () {
   "use strict";
@@ -28,8 +29,8 @@
   var byFile = {};
   rows.forEach(function (row) { byFile[row.file] = row; });
 
-  var state = { policy: "", family: "", reason: "", run: "", q: "", sort: "f1", dir: "desc",
-                page: 0, episode: "", step: null };
+  var state = { policy: "", family: "", reason: "", run: "", q: "", f1min: "", f1max: "",
+                sort: "f1", dir: "desc", page: 0, episode: "", step: null, compare: "" };
   var loaded = {};
   var waiting = {};
 
@@ -102,7 +103,8 @@
   }
 
   // ---- the URL hash ----------------------------------------------------------------------------
-  var KEYS = ["policy", "family", "reason", "run", "q", "sort", "dir", "page", "episode", "step"];
+  var KEYS = ["policy", "family", "reason", "run", "q", "f1min", "f1max", "sort", "dir", "page",
+              "episode", "step", "compare"];
 
   function readHash() {
     var params = new URLSearchParams(window.location.hash.replace(/^#/, ""));
@@ -111,12 +113,20 @@
     state.reason = params.get("reason") || "";
     state.run = params.get("run") || "";
     state.q = params.get("q") || "";
+    state.f1min = scoreParam(params.get("f1min"));
+    state.f1max = scoreParam(params.get("f1max"));
+    state.compare = params.get("compare") || "";
     state.sort = params.get("sort") || "f1";
     state.dir = params.get("dir") === "asc" ? "asc" : "desc";
     state.page = parseInt(params.get("page") || "0", 10) || 0;
     state.episode = params.get("episode") || "";
     var step = params.get("step");
     state.step = step === null ? null : parseInt(step, 10);
+  }
+
+  function scoreParam(value) {
+    if (value === null || value === "" || isNaN(Number(value))) { return ""; }
+    return String(Number(value));
   }
 
   function writeHash(replace) {
@@ -138,16 +148,20 @@
     return values.filter(function (v) { if (seen[v]) { return false; } seen[v] = true; return true; });
   }
 
+  function chosen(key) { return state[key] ? state[key].split(",") : []; }
+
   function matches(row) {
-    if (state.policy && state.policy.split(",").indexOf(row.policy) < 0) { return false; }
-    if (state.family && state.family.split(",").indexOf(row.family) < 0) { return false; }
-    if (state.reason && row.reason !== state.reason) { return false; }
-    if (state.run && state.run.split(",").indexOf(row.runName) < 0) { return false; }
-    if (state.q) {
-      var q = state.q.toLowerCase();
-      if ((row.id + " " + row.runName + " " + row.policy).toLowerCase().indexOf(q) < 0) {
-        return false;
-      }
+    if (state.policy && chosen("policy").indexOf(row.policy) < 0) { return false; }
+    if (state.family && chosen("family").indexOf(row.family) < 0) { return false; }
+    if (state.reason && chosen("reason").indexOf(row.reason) < 0) { return false; }
+    if (state.run && chosen("run").indexOf(row.runName) < 0) { return false; }
+    if (state.f1min !== "" && !(row.f1 !== null && row.f1 >= Number(state.f1min))) { return false; }
+    if (state.f1max !== "" && !(row.f1 !== null && row.f1 <= Number(state.f1max))) { return false; }
+    if (state.q) {  // every word must occur: in the id, run, policy, tools or arguments
+      var text = (row.id + " " + row.runName + " " + row.policy + " " + row.family + " " +
+                  (row.search || "")).toLowerCase();
+      var words = state.q.toLowerCase().split(/\s+/).filter(function (w) { return w; });
+      if (!words.every(function (w) { return text.indexOf(w) >= 0; })) { return false; }
     }
     return true;
   }
@@ -164,16 +178,44 @@
     });
   }
 
-  function select(id, label, plural, key, values) {
-    var node = el("select", { id: id, "aria-label": label, onchange: function () {
-      state[key] = node.value; state.page = 0; writeHash(); renderTable();
-    } }, [el("option", { value: "", text: "all " + plural })].concat(values.map(
-      function (v) { return el("option", { value: v, text: v }); })));
-    if (state[key] && values.indexOf(state[key]) < 0) {  // a combined value from a link
-      node.appendChild(el("option", { value: state[key], text: state[key] }));
+  /* A filter of several values: a folded list of checkboxes (none checked: all). */
+  function multiSelect(id, label, plural, key, values) {
+    var summary = el("summary", { "aria-label": label });
+    var box = el("div", { class: "choices" });
+    var node = el("details", { id: id, class: "multi", "data-key": key }, [summary, box]);
+    function caption() {
+      var picked = chosen(key);
+      summary.textContent = picked.length === 0 ? "all " + plural :
+        picked.length === 1 ? picked[0] : picked.length + " " + plural;
+      summary.title = picked.join(", ");
     }
-    node.value = state[key];
+    var all = values.slice();
+    chosen(key).forEach(function (v) { if (all.indexOf(v) < 0) { all.push(v); } });  // from a link
+    all.forEach(function (value) {
+      var input = el("input", { type: "checkbox", value: value,
+        checked: chosen(key).indexOf(value) >= 0, onchange: function () {
+          var picked = Array.prototype.filter.call(box.querySelectorAll("input"),
+            function (i) { return i.checked; }).map(function (i) { return i.value; });
+          state[key] = picked.join(","); state.page = 0; writeHash(); caption(); renderTable();
+        } });
+      box.appendChild(el("label", { title: value }, [input, " " + value]));
+    });
+    box.appendChild(el("button", { type: "button", class: "clear", onclick: function () {
+      state[key] = ""; state.page = 0; writeHash();
+      box.querySelectorAll("input").forEach(function (i) { i.checked = false; });
+      caption(); renderTable();
+    } }, ["all"]));
+    caption();
     return node;
+  }
+
+  function scoreInput(id, label, key) {
+    var input = el("input", { id: id, type: "number", min: 0, max: 1, step: 0.05,
+      placeholder: label, "aria-label": label, class: "score", value: state[key],
+      oninput: function () {
+        state[key] = scoreParam(input.value); state.page = 0; writeHash(true); renderTable();
+      } });
+    return input;
   }
 
   function renderRuns() {
@@ -184,18 +226,19 @@
         el("td", { class: "left", text: run.name, title: run.path }),
         el("td", { class: "left", text: run.policy }),
         el("td", { class: "left small", text: options }),
-        el("td", { text: run.split }), el("td", { text: (run.d || "?") + " × " + (run.n || "?") }),
+        el("td", { text: run.split }), el("td", { class: "size", text: (run.d || "?") + " × " +
+          (run.n || "?") }),
         el("td", { class: "left small", text: "steps " + settings.max_steps + ", " +
           (settings.guided ? "guided" : "unguided") + ", " + settings.toolbox + " toolbox, target " +
           settings.target }),
         el("td", { text: run.episodes + (run.episodes < run.expected ? " of " + run.expected : "") }),
         el("td", { text: num(run.mean_f1) })]);
     });
-    return el("table", { id: "runs" }, [
+    return el("div", { class: "table-wrap" }, [el("table", { id: "runs" }, [
       el("caption", { text: "Runs" }),
       el("thead", null, [el("tr", null, ["run", "policy", "options", "split", "d × n",
         "settings", "episodes", "mean F1"].map(function (h) { return el("th", { text: h }); }))]),
-      el("tbody", null, body)]);
+      el("tbody", null, body)])]);
   }
 
   var tableBody, countNode, pagerNode;
@@ -207,16 +250,18 @@
     var families = unique(rows.map(function (r) { return r.family; }));
     var reasons = unique(rows.map(function (r) { return r.reason; })).sort();
     var runNames = runs.map(function (r) { return r.name; });
-    var text = el("input", { id: "filter-text", type: "search", placeholder: "episode id…",
-      "aria-label": "search episodes", value: state.q, oninput: function () {
+    var text = el("input", { id: "filter-text", type: "search",
+      placeholder: "episode, tool or argument…", "aria-label": "search episodes, tools and arguments",
+      value: state.q, oninput: function () {
         state.q = text.value; state.page = 0; writeHash(true); renderTable();
       } });
     var filters = el("div", { id: "filters", class: "filters" }, [
-      select("filter-policy", "policy", "policies", "policy", policies),
-      select("filter-family", "family", "families", "family", families),
-      select("filter-reason", "termination reason", "termination reasons", "reason", reasons),
-      select("filter-run", "run", "runs", "run", runNames), text,
-      countNode = el("span", { id: "episode-count", class: "count" })]);
+      multiSelect("filter-policy", "policy", "policies", "policy", policies),
+      multiSelect("filter-family", "family", "families", "family", families),
+      multiSelect("filter-reason", "termination reason", "termination reasons", "reason", reasons),
+      multiSelect("filter-run", "run", "runs", "run", runNames),
+      scoreInput("filter-f1-min", "F1 ≥", "f1min"), scoreInput("filter-f1-max", "F1 ≤", "f1max"),
+      text, countNode = el("span", { id: "episode-count", class: "count" })]);
     var columns = [["id", "episode"], ["runName", "run"], ["policy", "policy"],
       ["family", "family"], ["f1", "F1"], ["delta", "Δ vs BCA_φ"], ["precision", "precision"],
       ["recall", "recall"], ["shd", "SHD"], ["steps", "steps"], ["reason", "ended by"],
@@ -518,8 +563,8 @@
         detail.appendChild(step.output !== undefined ? pre(step.output, "step-output") :
           el("p", { class: "note", id: "step-output", text: transcribed && position === steps.length ?
             "The episode ended with this step; no output was read after it." :
-            "Not recorded: the trace keeps a digest of each output; only a language-model " +
-            "policy's transcript keeps the text." }));
+            "Not recorded: this trace keeps only a digest of each output (written before " +
+            "traces kept the text)." }));
 
         evidence.appendChild(el("h3", { text: "Evidence" }));
         if (step.evidence !== undefined) {
@@ -562,6 +607,7 @@
     var notes = (episode.notes || []).map(function (n) { return el("p", { class: "note", text: n }); });
     app.appendChild(el("section", { id: "episode" }, [
       back, el("h2", { id: "episode-title", text: episode.id + " — " + episode.run }),
+      compareChooser(state.episode),
       el("div", { class: "columns" }, [summary, outcomePanel(episode)]),
       el("h3", { text: "Steps" }),
       el("div", { class: "slider-row" }, [prev, slider, next, stepLabel]),
@@ -576,6 +622,148 @@
         el("summary", { text: "The policy's own record (transcript)" }), pre(episode.transcript)]) : null,
       settingsBlock(episode)]));
     show();
+  }
+
+  // ---- two episodes on one instance, side by side -----------------------------------------------
+  function compareChooser(file) {
+    var row = byFile[file];
+    if (!row) { return null; }
+    var others = rows.filter(function (r) { return r.instance === row.instance && r.file !== file; });
+    if (!others.length) {
+      return el("p", { class: "note", id: "compare-none", text: "No other episode on this " +
+        "instance among these runs: give heuresis view another policy's run of it to compare." });
+    }
+    var pick = el("select", { id: "compare-with", "aria-label": "compare with" },
+      [el("option", { value: "", text: "another episode on this instance…" })].concat(
+        others.map(function (r) {
+          return el("option", { value: r.file, text: r.runName + " (" + r.policy + ") " + r.id +
+            ", F1 " + num(r.f1) });
+        })));
+    pick.addEventListener("change", function () { if (pick.value) { openCompare(file, pick.value); } });
+    return el("div", { id: "compare-box", class: "compare-box" }, [
+      el("span", { text: "Compare with " }), pick]);
+  }
+
+  function openCompare(a, b) {
+    state.episode = ""; state.step = null; state.compare = a + "," + b;
+    writeHash(); route();
+  }
+
+  function edgeMap(edges, names) {
+    var map = {};
+    (edges || []).forEach(function (e) { map[pairKey(e[0], e[1], names)] = e; });
+    return map;
+  }
+
+  /* What differs between two graphs on the same variables: pairs adjacent in one only, and
+   * pairs adjacent in both with other marks (as "X1 --> X2 / X1 --- X2"). */
+  function graphDiff(a, b, names) {
+    var ma = edgeMap(a, names), mb = edgeMap(b, names), out = { onlyA: [], onlyB: [], marks: [] };
+    Object.keys(ma).forEach(function (k) {
+      if (!mb[k]) { out.onlyA.push(ma[k]); }
+      else if (edgeText(ma[k]) !== edgeText(mb[k]) &&
+               edgeText(ma[k]) !== edgeText([mb[k][1], mb[k][0], mb[k][3], mb[k][2]])) {
+        out.marks.push([ma[k], mb[k]]);
+      }
+    });
+    Object.keys(mb).forEach(function (k) { if (!ma[k]) { out.onlyB.push(mb[k]); } });
+    return out;
+  }
+
+  function stepTable(episode, id) {
+    return el("table", { id: id, class: "compare-steps" }, [
+      el("thead", null, [el("tr", null, ["#", "action", "graph change"].map(function (h) {
+        return el("th", { text: h });
+      }))]),
+      el("tbody", null, episode.steps.map(function (step) {
+        var edits = step.diff.map(function (c) {
+          return (c.before ? edgeText(c.before) : "·") + " → " + (c.after ? edgeText(c.after) : "none");
+        }).join("; ");
+        return el("tr", { class: (step.error ? "errored " : "") + (step.diff.length ? "edit" : ""),
+          title: step.output ? step.output.slice(0, 600) : "" }, [
+          el("td", { text: String(step.n) }), el("td", { class: "left", text: stepSummary(step) }),
+          el("td", { class: "left", text: step.error ? "error" : edits })]);
+      }))]);
+  }
+
+  function renderCompare(a, b) {
+    var names = a.names.length ? a.names : b.names;
+    document.title = "Compare " + a.id + " · Heuresis";
+    app.textContent = "";
+    var back = el("a", { href: "#", id: "back-link", onclick: function (event) {
+      event.preventDefault(); state.compare = ""; writeHash(); route();
+    } }, ["← all episodes"]);
+    function open(episode, file) {
+      return el("a", { href: "#episode=" + encodeURIComponent(file), onclick: function (event) {
+        event.preventDefault(); state.compare = ""; openEpisode(file);
+      } }, [episode.run + " (" + episode.policy + ")"]);
+    }
+    var files = state.compare.split(",");
+    var head = el("tr", null, [el("th", { text: "" }), el("th", { class: "left" }, [open(a, files[0])]),
+      el("th", { class: "left" }, [open(b, files[1])])]);
+    function line(label, va, vb) {
+      return el("tr", null, [el("th", { class: "left", text: label }),
+        el("td", { text: va }), el("td", { text: vb })]);
+    }
+    var summary = el("table", { id: "compare-summary", class: "kv" }, [el("thead", null, [head]),
+      el("tbody", null, [
+        line("episode", a.id, b.id),
+        line("F1", num(a.scores.f1), num(b.scores.f1)),
+        line("precision / recall", num(a.scores.precision) + " / " + num(a.scores.recall),
+          num(b.scores.precision) + " / " + num(b.scores.recall)),
+        line("SHD", num(a.scores.shd, 0), num(b.scores.shd, 0)),
+        line("ended by", a.reason + " after " + a.steps_used + " steps",
+          b.reason + " after " + b.steps_used + " steps"),
+        line("tokens", a.prompt_tokens === null ? "—" : a.prompt_tokens + " in, " +
+          a.completion_tokens + " out", b.prompt_tokens === null ? "—" : b.prompt_tokens +
+          " in, " + b.completion_tokens + " out"),
+        line("error", a.error || "—", b.error || "—")])]);
+
+    var diff = graphDiff(a.final, b.final, names);
+    var classes = {}, ghosts = [];
+    diff.onlyA.forEach(function (e) { classes[pairKey(e[0], e[1], names)] = "only-a"; });
+    diff.marks.forEach(function (p) { classes[pairKey(p[0][0], p[0][1], names)] = "changed"; });
+    diff.onlyB.forEach(function (e) { ghosts.push(Object.assign(e.slice(), { ghostClass: "only-b" })); });
+    function submitted(episode, id, caption) {
+      var truthClasses = {}, missing = [];
+      if (episode.comparison) {
+        episode.comparison.correct.forEach(function (p) { truthClasses[pairKey(p[0], p[1], names)] = "correct"; });
+        episode.comparison.extra.forEach(function (p) { truthClasses[pairKey(p[0], p[1], names)] = "extra"; });
+        missing = (episode.truth || []).filter(function (e) {
+          return episode.comparison.missing.some(function (p) {
+            return pairKey(p[0], p[1], names) === pairKey(e[0], e[1], names);
+          });
+        }).map(function (e) { return Object.assign(e.slice(), { ghostClass: "missing ghost" }); });
+      }
+      return el("div", { id: id, class: "graph-box" }, [
+        drawGraph(names, episode.final || [], { size: 280, classes: truthClasses, ghosts: missing,
+          label: caption }), el("p", { class: "caption", text: caption })]);
+    }
+    var list = function (edges) { return edges.length ? edges.map(edgeText).join(", ") : "none"; };
+    app.appendChild(el("section", { id: "compare" }, [
+      back, el("h2", { id: "compare-title", text: "Two episodes on " + a.family + "/" + a.split +
+        "/" + a.index + " (data " + String(a.sha256).slice(0, 12) + "…)" }),
+      summary,
+      el("h3", { text: "Submitted graphs" }),
+      el("div", { class: "pair" }, [
+        submitted(a, "compare-a", "A: " + a.run + " (against the true graph)"),
+        el("div", { id: "compare-diff", class: "graph-box" }, [
+          drawGraph(names, a.final || [], { size: 280, classes: classes, ghosts: ghosts,
+            label: "A against B" }),
+          el("p", { class: "caption", text: "A against B: blue only in A, dashed only in B, " +
+            "orange other marks" })]),
+        submitted(b, "compare-b", "B: " + b.run + " (against the true graph)")]),
+      el("p", { class: "legend", id: "compare-counts" }, [
+        el("span", { class: "swatch only-a" }), "only in A (" + diff.onlyA.length + "): " + list(diff.onlyA) + "  ",
+        el("span", { class: "swatch only-b" }), "only in B (" + diff.onlyB.length + "): " + list(diff.onlyB) + "  ",
+        el("span", { class: "swatch changed" }), "other marks (" + diff.marks.length + "): " +
+          (diff.marks.length ? diff.marks.map(function (p) {
+            return edgeText(p[0]) + " / " + edgeText(p[1]);
+          }).join(", ") : "none")]),
+      el("h3", { text: "Steps" }),
+      el("div", { class: "columns compare-columns" }, [
+        el("div", null, [el("h4", { text: "A: " + a.run }), stepTable(a, "compare-steps-a")]),
+        el("div", null, [el("h4", { text: "B: " + b.run }), stepTable(b, "compare-steps-b")])])]));
   }
 
   function outcomePanel(episode) {
@@ -632,6 +820,7 @@
   function route() {
     readHash();
     document.onkeydown = null;
+    if (state.compare) { routeCompare(); return; }
     if (!state.episode) { renderIndex(); return; }
     var file = state.episode;
     if (!byFile[file]) {
@@ -653,9 +842,46 @@
     });
   }
 
+  function routeCompare() {
+    var files = state.compare.split(",");
+    var missing = files.filter(function (f) { return !byFile[f]; });
+    app.textContent = "";
+    if (files.length !== 2 || missing.length) {
+      app.appendChild(el("p", { class: "error", text: "Cannot compare " + state.compare +
+        ": give two episodes of this site (#compare=FILE,FILE)." }));
+      return;
+    }
+    app.appendChild(el("p", { id: "loading", text: "Loading two episodes…" }));
+    var got = {};
+    files.forEach(function (file) {
+      loadEpisode(file, function (episode, error) {
+        if (state.compare !== files.join(",")) { return; }
+        if (error) {
+          app.textContent = "";
+          app.appendChild(el("p", { class: "error", text: error }));
+          return;
+        }
+        got[file] = episode;
+        if (got[files[0]] && got[files[1]]) { renderCompare(got[files[0]], got[files[1]]); window.scrollTo(0, 0); }
+      });
+    });
+  }
+
+  // a click or the focus outside an open filter list, or Escape, closes it
+  function closeLists(event) {
+    document.querySelectorAll("details.multi[open]").forEach(function (node) {
+      if (!event || !node.contains(event.target)) { node.removeAttribute("open"); }
+    });
+  }
+  document.addEventListener("click", closeLists);
+  document.addEventListener("focusin", closeLists);
+  document.addEventListener("keydown", function (event) {
+    if (event.key === "Escape") { closeLists(null); }
+  });
+
   document.getElementById("home-link").addEventListener("click", function (event) {
     event.preventDefault();
-    state.episode = ""; state.step = null; writeHash(); route();
+    state.episode = ""; state.step = null; state.compare = ""; writeHash(); route();
   });
   document.getElementById("site-summary").textContent = runs.length + " run" +
     (runs.length === 1 ? "" : "s") + ", " + rows.length + " episodes · built " + data.built;

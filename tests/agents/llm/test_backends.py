@@ -134,3 +134,43 @@ def test_call_with_retries_respects_the_deadline():
     with pytest.raises(ValueError, match="not an API error"):
         call_with_retries(lambda t: (_ for _ in ()).throw(ValueError("not an API error")),
                           classify, FAST_RETRY, np.random.default_rng(0))
+
+
+def test_call_with_retries_retries_what_is_retryable_and_counts(monkeypatch):
+    """The loop is tenacity's: two retryable failures then a reply is (reply, 2 retries, their
+    messages) after two waits of the schedule; a non-retryable failure is not retried; an
+    exhausted budget says how many attempts it made."""
+    import tenacity
+
+    calls = []
+    made = []
+    real = tenacity.Retrying
+    monkeypatch.setattr(tenacity, "Retrying", lambda *a, **k: made.append(k) or real(*a, **k))
+
+    def flaky(timeout):
+        calls.append(timeout)
+        if len(calls) <= 2:
+            raise TimeoutError(f"slow {len(calls)}")
+        return "reply"
+
+    def classify(exc):
+        if isinstance(exc, TimeoutError):
+            return Failure(True, str(exc))
+        if isinstance(exc, PermissionError):
+            return Failure(False, "HTTP 401", status=401, fatal=True)
+        return None
+
+    waits = []
+    schedule = RetrySchedule(max_retries=3, base_delay=0.5, max_delay=4.0, jitter=0.0)
+    result = call_with_retries(flaky, classify, schedule, np.random.default_rng(0),
+                               timeout=9.0, sleep=waits.append)
+    assert result == ("reply", 2, ["slow 1", "slow 2"]) and waits == [0.5, 1.0]
+    assert made and calls == [9.0, 9.0, 9.0]
+    with pytest.raises(BackendError, match="HTTP 401") as refused:
+        call_with_retries(lambda t: (_ for _ in ()).throw(PermissionError()), classify,
+                          schedule, np.random.default_rng(0), sleep=waits.append)
+    assert refused.value.fatal and refused.value.retries == 0
+    with pytest.raises(BackendError, match="gave up after 4 attempts; last error: slow") as out:
+        call_with_retries(lambda t: (_ for _ in ()).throw(TimeoutError("slow")), classify,
+                          schedule, np.random.default_rng(0), sleep=lambda s: None)
+    assert out.value.retries == 3 and len(out.value.retry_errors) == 4

@@ -49,3 +49,44 @@ def test_heuristic_policy_under_the_evaluation_runner():
     assert record["tokens"]["prompt"] > 0 and record["cost_usd"] == 0.0
     assert record["api_retries"] == 0
     assert any(e["event"] == "model_call" for e in json.loads(outcome.transcript_text))
+
+
+def test_the_server_is_a_command_a_policy_can_reach(tmp_path):
+    """``heuresis llm-server`` in its own process on a chosen port: the language-model policy
+    of a run reaches it by URL (as a user points HEURESIS_LLM_BASE_URL at it); a second
+    evaluate of the same run directory through another port resumes (the URL is how to reach
+    the model, not part of the run's identity); SIGTERM stops it cleanly."""
+    import signal
+    import socket
+    import subprocess
+    import sys
+
+    from heuresis_env.evaluation import evaluate
+
+    def serve() -> tuple[subprocess.Popen, str]:
+        with socket.socket() as probe:  # a free port, as a user would pick one
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        process = subprocess.Popen([sys.executable, "-m", "heuresis_env.cli", "llm-server",
+                                    "--port", str(port)], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        first = process.stdout.readline()
+        assert first.startswith("heuresis llm-server: the heuristic model"), first
+        assert f"http://127.0.0.1:{port}" in first
+        return process, f"http://127.0.0.1:{port}/v1"
+
+    settings = EpisodeSettings(max_steps=4, max_seconds=300)
+    for attempt in (1, 2):  # the second run resumes the first, with the server on a new port
+        process, url = serve()
+        try:
+            summary = evaluate("llm", families=["lg"], split="dev", count=1, d=4, n=100,
+                               settings=settings, out_dir=tmp_path / "run", progress=False,
+                               policy_options={"backend": "openai", "base_url": url,
+                                               "api_key": "loopback",
+                                               "model": "heuresis-heuristic"})
+        finally:
+            process.send_signal(signal.SIGTERM)
+            _, err = process.communicate(timeout=30)
+        assert process.returncode == 0 and "stopped after" in err
+        assert summary.overall.episodes == 1 and summary.overall.errors == 0
+        assert summary.resumed == attempt - 1

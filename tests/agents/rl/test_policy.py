@@ -235,3 +235,14 @@ def test_the_package_exports_exactly_the_names_it_loads_lazily():
     for name in package.__all__:  # each resolves to its module's object, functions included
         assert getattr(package, name) is getattr(
             __import__(f"agents.rl.{package._EXPORTS[name]}", fromlist=[name]), name)
+
+
+def test_a_guided_model_run_unguided_says_so():
+    """The shipped models edit PC-KCI's output: run unguided they start from the empty graph
+    and score far lower, a note the run's summary prints (``Policy.notes``)."""
+    policy = load()
+    policy.configure(EpisodeSettings(guided=True))
+    assert policy.notes() == []
+    policy.configure(EpisodeSettings(guided=False))
+    (note,) = policy.notes()
+    assert "trained in the guided condition" in note and "--guided" in note

@@ -45,3 +45,23 @@ def test_trained_policy_beats_the_guided_start_on_wild(tmp_path):
     print("\n" + report.summary())
     assert report.policy_mean_f1 > report.start_mean_f1, report.summary()
     assert report.policy_means["truncated"] == 0.0  # it submits
+
+
+def test_ppo_training_says_how_far_it_is_and_the_time_left():
+    """Without a terminal (as here: pytest captures stderr) PPO's progress comes as plain
+    lines with the share done and an estimate of the time left; no bar frame is drawn."""
+    import sb3_contrib
+
+    from agents.rl.train import LearningCurveCallback, TrainingProgress
+
+    env = gym.make(env_id("lg"), interface="rl", d=4, n=200, max_steps=10)
+    model = sb3_contrib.MaskablePPO("MultiInputPolicy", env, n_steps=32, batch_size=16,
+                                    n_epochs=1, seed=0, device="cpu")
+    lines: list[str] = []
+    curve = LearningCurveCallback()
+    progress = TrainingProgress(96, lines.append, curve, every_seconds=0.0)
+    assert progress.bar.disable  # stderr is no terminal: no carriage-return frames
+    model.learn(96, callback=[curve, progress])
+    assert lines[0].startswith("PPO: 1 of 96 steps (1%)") and "left" in lines[0]
+    assert lines[-1].startswith("PPO: 96 of 96 steps (100%)") and "left" not in lines[-1]
+    assert any("mean F1 gain of the last" in line for line in lines)

@@ -22,6 +22,7 @@ _EXPORTS = {
     "episode_id": "run_format", "load_run": "run_format",
     "episode_file_stem": "run_format", "episode_seed": "run_format",
     "question_episode_id": "run_format", "salt_digest": "run_format",
+    "RunDirectory": "run_format", "run_salt": "run_format",
     "RunStore": "run_store", "config_differences": "run_store",
     "package_versions": "run_store", "build_config": "run_store", "code_version": "run_store",
     "evaluate": "runner", "evaluate_many": "runner",
@@ -30,12 +31,13 @@ _EXPORTS = {
 
 __all__ = [
     "POLICY_ENTRY_POINT_GROUP", "REFERENCE_ENTRY_POINT_GROUP", "EpisodeRunner",
-    "EpisodeSettings", "EpisodeTask", "FamilySummary", "PolicyProxy", "RunSpec", "RunStore",
+    "EpisodeSettings", "EpisodeTask", "FamilySummary", "PolicyProxy", "RunDirectory", "RunSpec",
+    "RunStore",
     "RunSummary", "build_config", "code_version", "config_differences", "environment_kwargs",
     "episode_file_stem", "episode_id", "episode_seed", "evaluate", "evaluate_many",
     "load_run", "make_environment", "make_policy", "make_reference", "package_versions",
     "question_episode_id", "registered_policies", "registered_references",
-    "resolve_policy_factory", "salt_digest", "worker_name",
+    "resolve_policy_factory", "run_salt", "salt_digest", "worker_name",
 ]
 
 if TYPE_CHECKING:
@@ -58,11 +60,13 @@ if TYPE_CHECKING:
     )
     from heuresis_env.evaluation.policy_process import PolicyProxy
     from heuresis_env.evaluation.run_format import (
+        RunDirectory,
         episode_file_stem,
         episode_id,
         episode_seed,
         load_run,
         question_episode_id,
+        run_salt,
         salt_digest,
     )
     from heuresis_env.evaluation.run_store import (

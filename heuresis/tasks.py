@@ -16,7 +16,7 @@ from collections.abc import Callable
 from inspect_ai import Task, task
 from inspect_ai._util.package import get_installed_package_name
 
-from agents.inspect_task import causal_discovery_task, question_task
+from agents.inspect_task import causal_discovery_task, episode_settings, question_task
 from agents.qa.llm import MAX_ITERATIONS
 from heuresis_env.budgets import (
     DEFAULT_MAX_SECONDS,
@@ -49,10 +49,10 @@ def causal_discovery(family: str = "all", split: str = "dev", count: int | None 
     """Recover the causal graph behind an anonymous data table, one sample per instance of
     ``family`` (comma-separated, or ``all``) on ``split``; scored by adjacency F1, SHD and the
     residual gain over BCA_φ (``agents.inspect_task.causal_discovery_task``)."""
-    return causal_discovery_task(
-        family=family, split=split, count=count, max_steps=max_steps, max_seconds=max_seconds,
-        token_budget=token_budget, prompt_level=prompt_level, target=target, guided=guided,
-        toolbox=toolbox, d=d, n=n, bca=bca, native_tools=native_tools, epochs=epochs)
+    settings = episode_settings(max_steps, max_seconds, token_budget, prompt_level, target,
+                                guided, toolbox)
+    return causal_discovery_task(family, split, count, settings, d=d, n=n, bca=bca,
+                                 native_tools=native_tools, epochs=epochs)
 
 
 @_registered
@@ -65,8 +65,8 @@ def qa(family: str = "all", split: str = "dev", count: int | None = None,
        epochs: int = 1) -> Task:
     """Answer one causal question per sample about a data table of ``family`` on ``split``,
     scored exactly against the hidden model (``agents.inspect_task.question_task``)."""
-    return question_task(
-        family=family, split=split, count=count, name_mode=name_mode, max_steps=max_steps,
-        max_seconds=max_seconds, token_budget=token_budget, prompt_level=prompt_level,
-        toolbox=toolbox, d=d, n=n, native_tools=native_tools, max_iterations=max_iterations,
-        epochs=epochs)
+    settings = episode_settings(max_steps, max_seconds, token_budget, prompt_level,
+                                toolbox=toolbox)
+    return question_task(family, split, count, settings, name_mode=name_mode, d=d, n=n,
+                         native_tools=native_tools, max_iterations=max_iterations,
+                         epochs=epochs)

@@ -25,8 +25,8 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 from agents.inspect_task.backend import InspectChatBackend, inspect_messages, inspect_tools
 from agents.inspect_task.scorer import heuresis_graph_scorer, heuresis_question_scorer
 from agents.inspect_task.solver import heuresis_agent, policy_name
-from agents.inspect_task.tasks import causal_discovery_task, question_task
+from agents.inspect_task.tasks import causal_discovery_task, episode_settings, question_task
 
-__all__ = ["InspectChatBackend", "causal_discovery_task", "heuresis_agent",
+__all__ = ["InspectChatBackend", "causal_discovery_task", "episode_settings", "heuresis_agent",
            "heuresis_graph_scorer", "heuresis_question_scorer", "inspect_messages",
            "inspect_tools", "policy_name", "question_task"]

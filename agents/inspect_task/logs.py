@@ -68,13 +68,14 @@ from agents.inspect_task.tasks import METADATA_KEY, TASK_NAMES
 from heuresis_env.env import open_instance
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evaluation import (
+    RunDirectory,
     RunStore,
     build_config,
     episode_file_stem,
     load_run,
-    salt_digest,
+    run_salt,
 )
-from heuresis_env.generation import TEST_SALT_ENV, InstanceKey
+from heuresis_env.generation import InstanceKey
 from heuresis_env.graphs import Graph
 from heuresis_env.questions import make_question_referee, question_set
 
@@ -107,17 +108,9 @@ class ImportSummary:
 # ---- import ---------------------------------------------------------------------------------
 
 def _salt(digest: str | None, where: str) -> str | None:
-    """The test salt a log's samples were generated with, from the environment."""
-    if not digest:
-        return None
-    salt = os.environ.get(TEST_SALT_ENV) or ""
-    if not salt:
-        raise HeuresisError(f"{where} ran on a sealed test split; set ${TEST_SALT_ENV} to its "
-                            "salt so the episodes can be scored on the referee's side")
-    if salt_digest(salt) != digest:
-        raise HeuresisError(f"${TEST_SALT_ENV} is not the salt {where} ran with (its SHA-256 "
-                            "differs from the one the log records)")
-    return salt
+    """The test salt a log's samples were generated with (``$HEURESIS_TEST_SALT``, checked
+    against the digest the log records), as for the run directory it becomes."""
+    return run_salt(RunDirectory(Path(where), {"salt_digest": digest}, []))
 
 
 def _plain(scores: Mapping[str, Any]) -> dict[str, Any]:

@@ -179,18 +179,15 @@ def answer_text(record: Mapping[str, Any]) -> str:
     return Graph.from_dict(final).to_text() if isinstance(final, dict) else "(no graph)"
 
 @solver
-def heuresis_agent(task: str = "graph", max_steps: int = 50, max_seconds: float = 600.0,
-                   token_budget: int = 4096, prompt_level: int = 1, target: str = "none",
-                   guided: bool = False, toolbox: str = "full", d: int | None = None,
-                   n: int | None = None, name_mode: str = "anonymous",
+def heuresis_agent(task: str = "graph", settings: dict[str, Any] | None = None,
+                   d: int | None = None, n: int | None = None, name_mode: str = "anonymous",
                    native_tools: bool = True, max_iterations: int = MAX_ITERATIONS) -> Solver:
     """Play each sample's Heuresis episode with the language-model policy over the eval's model
-    (see the module docstring); the arguments are the run's settings."""
-    plan = EpisodePlan(task=task, settings=EpisodeSettings(
-        max_steps=max_steps, max_seconds=max_seconds, token_budget_per_turn=token_budget,
-        prompt_level=prompt_level, target=target, guided=guided, toolbox=toolbox),
-        d=d, n=n, name_mode=name_mode, native_tools=native_tools,
-        max_iterations=max_iterations)
+    (see the module docstring) under the run's ``settings`` (an ``EpisodeSettings`` as a
+    dict, default the defaults) and instance size."""
+    plan = EpisodePlan(task=task, settings=EpisodeSettings(**(settings or {})), d=d, n=n,
+                       name_mode=name_mode, native_tools=native_tools,
+                       max_iterations=max_iterations)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         episode = sample_episode(state.metadata, state.epoch)

@@ -50,8 +50,8 @@ from heuresis_env.policy import EpisodeSettings
 from heuresis_env.questions import column_names, question_set
 from heuresis_env.threads import limit_threads
 
-__all__ = ["METADATA_KEY", "TASK_NAMES", "causal_discovery_task", "question_task",
-           "resolve_families"]
+__all__ = ["METADATA_KEY", "TASK_NAMES", "causal_discovery_task", "episode_settings",
+           "question_task", "resolve_families"]
 
 #: the key of the task metadata that describes the run
 METADATA_KEY = "heuresis"
@@ -72,8 +72,13 @@ def resolve_families(family: str | Sequence[str]) -> list[str]:
     return list(dict.fromkeys(chosen))
 
 
-def _settings(max_steps: int, max_seconds: float, token_budget: int, prompt_level: int,
-              target: str, guided: bool, toolbox: str) -> EpisodeSettings:
+def episode_settings(max_steps: int = DEFAULT_MAX_STEPS,
+                     max_seconds: float = DEFAULT_MAX_SECONDS,
+                     token_budget: int = DEFAULT_TOKEN_BUDGET_PER_TURN, prompt_level: int = 1,
+                     target: str = "none", guided: bool = False,
+                     toolbox: str = "full") -> EpisodeSettings:
+    """The run's :class:`~heuresis_env.policy.EpisodeSettings` from a task's options
+    (``token_budget`` is ``token_budget_per_turn``), checked."""
     if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 1:
         raise HeuresisError(f"token_budget must be an integer ≥ 1, got {token_budget!r}")
     return EpisodeSettings(max_steps=max_steps, max_seconds=float(max_seconds),
@@ -119,21 +124,16 @@ def _run_metadata(task: str, settings: EpisodeSettings, families: list[str], spl
         "package_versions": package_versions(), **extra}}
 
 
-def causal_discovery_task(family: str = "all", split: str = "dev", count: int | None = None,
-                          max_steps: int = DEFAULT_MAX_STEPS,
-                          max_seconds: float = DEFAULT_MAX_SECONDS,
-                          token_budget: int = DEFAULT_TOKEN_BUDGET_PER_TURN,
-                          prompt_level: int = 1, target: str = "none", guided: bool = False,
-                          toolbox: str = "full", d: int | None = None, n: int | None = None,
-                          bca: bool = True, native_tools: bool = True, epochs: int = 1) -> Task:
+def causal_discovery_task(family: str | Sequence[str], split: str, count: int | None,
+                          settings: EpisodeSettings, *, d: int | None = None,
+                          n: int | None = None, bca: bool = True, native_tools: bool = True,
+                          epochs: int = 1) -> Task:
     """Graph recovery: one sample per instance — the first ``count`` of each family's split
-    (default all) — played under the settings of ``heuresis evaluate`` (``token_budget`` is
-    its ``--token-budget``; ``epochs`` its ``--repeats``), scored by the referee, with the
-    residual gain over BCA_φ when ``bca``."""
+    (None: all) — played under ``settings`` as ``heuresis evaluate`` plays them (``epochs`` is
+    its ``--repeats``), scored by the referee, with the residual gain over BCA_φ when
+    ``bca``."""
     limit_threads()  # one BLAS thread per process, as in heuresis evaluate's workers
     families = resolve_families(family)
-    settings = _settings(max_steps, max_seconds, token_budget, prompt_level, target, guided,
-                         toolbox)
     _check_environment(families[0], settings, split, d, n, "graph", "anonymous")
     sealing = _sealing(split)
     keys: list[InstanceKey] = []
@@ -155,30 +155,23 @@ def causal_discovery_task(family: str = "all", split: str = "dev", count: int | 
                           "instance": key.to_dict()}))
     return Task(
         name=TASK_NAMES["graph"], dataset=samples,
-        solver=heuresis_agent(task="graph", max_steps=settings.max_steps,
-                              max_seconds=settings.max_seconds, token_budget=token_budget,
-                              prompt_level=settings.prompt_level, target=settings.target,
-                              guided=settings.guided, toolbox=settings.toolbox, d=d, n=n,
+        solver=heuresis_agent(task="graph", settings=settings.to_dict(), d=d, n=n,
                               native_tools=native_tools),
         scorer=heuresis_graph_scorer(bca=bca), epochs=epochs,
         metadata=_run_metadata("graph", settings, families, split,
                                max(counts.values()), d, n, keys, sealing["salt_digest"]))
 
 
-def question_task(family: str = "all", split: str = "dev", count: int | None = None,
-                  name_mode: str = "anonymous", max_steps: int = DEFAULT_MAX_STEPS,
-                  max_seconds: float = DEFAULT_MAX_SECONDS,
-                  token_budget: int = DEFAULT_TOKEN_BUDGET_PER_TURN, prompt_level: int = 1,
-                  toolbox: str = "full", d: int | None = None, n: int | None = None,
-                  native_tools: bool = True, max_iterations: int = MAX_ITERATIONS,
-                  epochs: int = 1) -> Task:
+def question_task(family: str | Sequence[str], split: str, count: int | None,
+                  settings: EpisodeSettings, *, name_mode: str = "anonymous",
+                  d: int | None = None, n: int | None = None, native_tools: bool = True,
+                  max_iterations: int = MAX_ITERATIONS, epochs: int = 1) -> Task:
     """Causal questions: one sample per question — the first ``count`` of each family's
-    question set (default all) — answered with the ``answer`` tool under the settings of
-    ``heuresis evaluate --task qa`` and scored exactly against the hidden model."""
+    question set (None: all) — answered with the ``answer`` tool under ``settings`` as
+    ``heuresis evaluate --task qa`` plays them, and scored exactly against the hidden
+    model."""
     limit_threads()
     families = resolve_families(family)
-    settings = _settings(max_steps, max_seconds, token_budget, prompt_level, "none", False,
-                         toolbox)
     _check_environment(families[0], settings, split, d, n, "qa", name_mode)
     sealing = _sealing(split)
     sets = {}
@@ -205,10 +198,8 @@ def question_task(family: str = "all", split: str = "dev", count: int | None = N
     questions = {"count": chosen, "per_kind": sets[families[0]].key["per_kind"]}
     return Task(
         name=TASK_NAMES["qa"], dataset=samples,
-        solver=heuresis_agent(task="qa", max_steps=settings.max_steps,
-                              max_seconds=settings.max_seconds, token_budget=token_budget,
-                              prompt_level=settings.prompt_level, toolbox=settings.toolbox,
-                              d=d, n=n, name_mode=name_mode, native_tools=native_tools,
+        solver=heuresis_agent(task="qa", settings=settings.to_dict(), d=d, n=n,
+                              name_mode=name_mode, native_tools=native_tools,
                               max_iterations=max_iterations),
         scorer=heuresis_question_scorer(), epochs=epochs,
         metadata=_run_metadata("qa", settings, families, split, chosen, d, n, keys,

@@ -227,7 +227,7 @@ def test_the_truth_and_the_salt_are_absent_from_every_log_field(tmp_path, monkey
     assert kinds == {"effect", "graph"}  # (a yes/no truth is one bit: "correct" tells it)
     # a sealed log is scored again only with its salt
     monkeypatch.delenv("HEURESIS_TEST_SALT")
-    with pytest.raises(HeuresisError, match="sealed test split; set"):
+    with pytest.raises(HeuresisError, match="sealed test split; set .HEURESIS_TEST_SALT"):
         import_inspect_log(log.location, tmp_path / "no-salt")
     monkeypatch.setenv("HEURESIS_TEST_SALT", secrets.token_hex(16))
     with pytest.raises(HeuresisError, match="is not the salt"):
@@ -241,8 +241,8 @@ def test_the_truth_and_the_salt_are_absent_from_every_log_field(tmp_path, monkey
 def test_a_weak_test_salt_is_refused_and_a_strong_one_accepted(monkeypatch):
     monkeypatch.setenv("HEURESIS_TEST_SALT", "test-salt")
     with pytest.raises(HeuresisError, match="too weak to seal the test split"):
-        causal_discovery_task(family="wild", split="test", count=1, **SIZE)
-    causal_discovery_task(family="wild", split="dev", count=1, **SIZE)  # dev: no salt applies
+        causal_discovery_task("wild", "test", 1, SETTINGS, **SIZE)
+    causal_discovery_task("wild", "dev", 1, SETTINGS, **SIZE)  # dev: no salt applies
     for weak in ("a" * 64, "0123456789abcdef", "correct horse"):
         with pytest.raises(HeuresisError, match="secrets.token_hex"):
             check_salt(weak)

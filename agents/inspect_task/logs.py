@@ -258,7 +258,11 @@ def import_inspect_log(log_path: str | os.PathLike, out_dir: str | os.PathLike,
                             f"task ({', '.join(TASK_NAMES.values())}): it has no "
                             f"{METADATA_KEY!r} metadata")
     salt = _salt(meta.get("salt_digest"), where)
-    config = _config(log, meta, salt, where)
+    try:
+        config = _config(log, meta, salt, where)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise HeuresisError(f"{where}: its {METADATA_KEY!r} metadata is incomplete or "
+                            f"malformed ({type(exc).__name__}: {exc})") from None
     summary = ImportSummary(Path(out_dir))
     store = RunStore(out_dir)
     known = {(k["family"], k["index"]) for k in config["instance_keys"]}

@@ -44,6 +44,7 @@ from heuresis_env.evaluation import (
     question_episode_id,
     worker_name,
 )
+from heuresis_env.files import json_compact
 from heuresis_env.generation import check_salt, resolve_salt
 from heuresis_env.graphs import Graph
 from heuresis_env.policy import EpisodeSettings
@@ -143,7 +144,7 @@ def public_trace(text: str | None) -> str | None:
         if isinstance(record, dict) and isinstance(record.get("question"), dict) \
                 and "truth" in record["question"]:
             record["question"].pop("truth")
-            line = json.dumps(record, separators=(",", ":"), allow_nan=False)
+            line = json_compact(record)
         lines.append(line)
     return "\n".join(lines) + ("\n" if text.endswith("\n") else "")
 
@@ -177,6 +178,7 @@ def answer_text(record: Mapping[str, Any]) -> str:
         return "(unanswered)" if answer is None else json.dumps(answer)
     final = record.get("final_graph")
     return Graph.from_dict(final).to_text() if isinstance(final, dict) else "(no graph)"
+
 
 @solver
 def heuresis_agent(task: str = "graph", settings: dict[str, Any] | None = None,

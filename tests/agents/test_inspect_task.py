@@ -60,6 +60,7 @@ from heuresis_env.questions import question_set  # noqa: E402
 from heuresis_env.reports import build_report  # noqa: E402
 from heuresis_env.viewer import build_site  # noqa: E402
 from tests.agents.inspect_helpers import GRAPH_SCRIPT, QUESTION_SCRIPT  # noqa: E402
+from tests.viewer.browser import chromium, save_screenshot  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZE = {"d": 6, "n": 200}
@@ -483,6 +484,15 @@ def test_a_run_exports_to_a_log_that_inspect_view_serves(script_run, tmp_path):
         served = _get(_log_url(port, files[0]["name"]))
         assert served["eval"]["task"] == "heuresis/causal_discovery"
         assert len(served["samples"]) == 2
+        with chromium() as browser:  # what a person sees: the samples, one episode's calls
+            page = browser.new_page()
+            page.goto(f"http://127.0.0.1:{port}/")
+            page.get_by_text("wild_dev_0").first.wait_for(timeout=60_000)
+            assert "heuresis/causal_discovery" in page.inner_text("body")
+            page.get_by_text("wild_dev_0").first.click()
+            page.get_by_text("Messages", exact=True).first.click()
+            page.get_by_text("run_algorithm").first.wait_for(timeout=60_000)
+            save_screenshot(page, "inspect-view-export.png", tmp_path)
     finally:
         os.killpg(viewer.pid, signal.SIGTERM)
         viewer.wait(timeout=30)

@@ -29,6 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from agents.inspect_task import require_inspect
+
+    require_inspect()
     from agents.inspect_task.demo import loopback_eval, view_logs
 
     log = loopback_eval(args.log_dir, family=args.family, split=args.split, count=args.count,

@@ -17,6 +17,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from agents.inspect_task import require_inspect
+
+    require_inspect()
     from agents.inspect_task.logs import export_run
 
     path = export_run(args.run_dir, args.out)

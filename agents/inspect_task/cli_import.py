@@ -22,6 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from agents.inspect_task import require_inspect
+
+    require_inspect()
     from agents.inspect_task.logs import import_inspect_log
 
     summary = import_inspect_log(args.log, args.out, force=args.force)

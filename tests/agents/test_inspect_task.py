@@ -127,6 +127,18 @@ def bca_run(tmp_path_factory) -> Path:
     return out
 
 
+def test_the_commands_are_listed_without_loading_inspect():
+    """``heuresis --help`` imports every command's module: the three inspect commands must not
+    load inspect_ai (it takes seconds)."""
+    code = ("import sys; from heuresis_env.cli import build_parser; "
+            "text = build_parser().format_help(); "
+            "print(all(c in text for c in ('import-inspect', 'export-inspect', 'inspect-demo')),"
+            " 'inspect_ai' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert done.stdout.split() == ["True", "False"], done.stderr[-2000:]
+
+
 # ---- the same actions, the same scores ----------------------------------------------------
 
 def test_the_same_actions_score_the_same_through_inspect_and_heuresis_evaluate(

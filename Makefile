@@ -3,7 +3,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN = $(VENV)/bin
-EXTRAS ?= dev,rl,llm,ray,mcp,effects
+EXTRAS ?= dev,rl,llm,ray,mcp,effects,inspect
 # the browser tests drive Debian's chromium with Playwright (no browser download)
 CHROMIUM ?= /usr/bin/chromium
 
@@ -21,7 +21,7 @@ install: $(VENV)/.installed
 # Python would otherwise compile them in every process a run starts. Up-to-date files are
 # skipped, so this costs a fraction of a second after the first time.
 bytecode: install
-	$(BIN)/python -m compileall -q heuresis_env agents baselines
+	$(BIN)/python -m compileall -q heuresis_env agents baselines heuresis
 
 # The main job: a benchmark run on built-in instances (no API key needed).
 demo: install bytecode
@@ -48,7 +48,7 @@ test-fast: lint typecheck browser bytecode
 	$(BIN)/python -m pytest -q -m "not slow"
 
 lint: install
-	$(BIN)/ruff check heuresis_env agents baselines tests benchmarks examples
+	$(BIN)/ruff check heuresis_env agents baselines heuresis tests benchmarks examples
 
 # mypy on heuresis_env (configuration in pyproject.toml: strict on the public API)
 typecheck: install

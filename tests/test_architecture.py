@@ -1,7 +1,8 @@
 """The architecture as a test: the import graph has no cycle and data flows one way.
 
-Reads every module of ``heuresis_env``, ``agents`` and ``baselines`` with :mod:`ast` (nothing is
-imported) and checks the rules of ``docs/architecture.md``:
+Reads every module of ``heuresis_env``, ``agents``, ``baselines`` and ``heuresis`` (the
+namespace of the inspect tasks) with :mod:`ast` (nothing is imported) and checks the rules of
+``docs/architecture.md``:
 
 - no import cycle between modules;
 - ``heuresis_env`` imports neither ``agents`` nor ``baselines``;
@@ -11,7 +12,8 @@ imported) and checks the rules of ``docs/architecture.md``:
 - no project import inside a function (heavy third-party libraries may load lazily), except in
   the ``run`` function of a command module of ``agents`` (``heuresis --help`` reads every
   command's arguments, and must not load torch or the environment to do it);
-- ``agents`` and ``baselines`` use ``heuresis_env`` through its public subpackage APIs.
+- ``agents``, ``baselines`` and ``heuresis`` use ``heuresis_env`` through its public subpackage
+  APIs; nothing but ``heuresis`` imports ``heuresis``.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import networkx as nx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("heuresis_env", "agents", "baselines")
+PACKAGES = ("heuresis_env", "agents", "baselines", "heuresis")
 
 #: the stage of each room of heuresis_env; a module may import its own stage or earlier ones
 STAGES = {
@@ -195,8 +197,16 @@ def test_no_project_import_inside_a_function():
 
 def test_agents_and_baselines_use_the_public_api():
     bad = [f"{a}:{line} imports {b}" for a, b, _, line in EDGES
-           if a.split(".")[0] in ("agents", "baselines") and b.startswith("heuresis_env")
-           and b not in PUBLIC_MODULES]
+           if a.split(".")[0] in ("agents", "baselines", "heuresis")
+           and b.startswith("heuresis_env") and b not in PUBLIC_MODULES]
+    assert not bad, "\n".join(bad)
+
+
+def test_only_inspect_reaches_the_inspect_namespace():
+    """``heuresis`` holds the tasks inspect registers (through the ``inspect_ai`` entry point);
+    the project never imports it."""
+    bad = [f"{a}:{line} imports {b}" for a, b, _, line in EDGES
+           if b.split(".")[0] == "heuresis" and a.split(".")[0] != "heuresis"]
     assert not bad, "\n".join(bad)
 
 

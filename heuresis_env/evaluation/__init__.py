@@ -13,28 +13,42 @@ from typing import TYPE_CHECKING, Any
 #: public name → the module of this package that defines it
 _EXPORTS = {
     "environment_kwargs": "episode", "make_environment": "episode",
+    "EpisodeRunner": "episode", "EpisodeTask": "episode", "RunSpec": "episode",
+    "worker_name": "episode",
     "POLICY_ENTRY_POINT_GROUP": "policies", "REFERENCE_ENTRY_POINT_GROUP": "policies",
     "make_policy": "policies", "make_reference": "policies",
     "registered_policies": "policies", "registered_references": "policies",
     "resolve_policy_factory": "policies", "PolicyProxy": "policy_process",
     "episode_id": "run_format", "load_run": "run_format",
+    "episode_file_stem": "run_format", "episode_seed": "run_format",
+    "question_episode_id": "run_format", "salt_digest": "run_format",
+    "RunDirectory": "run_format", "run_salt": "run_format",
     "RunStore": "run_store", "config_differences": "run_store",
-    "package_versions": "run_store",
+    "package_versions": "run_store", "build_config": "run_store", "code_version": "run_store",
     "evaluate": "runner", "evaluate_many": "runner",
     "FamilySummary": "summary", "RunSummary": "summary", "connect_ray": "ray_backend",
 }
 
 __all__ = [
-    "POLICY_ENTRY_POINT_GROUP", "REFERENCE_ENTRY_POINT_GROUP", "EpisodeSettings",
-    "FamilySummary", "PolicyProxy", "RunStore", "RunSummary", "config_differences",
-    "connect_ray",
-    "environment_kwargs", "episode_id", "evaluate", "evaluate_many", "load_run",
-    "make_environment", "make_policy", "make_reference", "package_versions",
-    "registered_policies", "registered_references", "resolve_policy_factory",
+    "POLICY_ENTRY_POINT_GROUP", "REFERENCE_ENTRY_POINT_GROUP", "EpisodeRunner",
+    "EpisodeSettings", "EpisodeTask", "FamilySummary", "PolicyProxy", "RunDirectory", "RunSpec",
+    "RunStore",
+    "RunSummary", "build_config", "code_version", "config_differences", "connect_ray", "environment_kwargs",
+    "episode_file_stem", "episode_id", "episode_seed", "evaluate", "evaluate_many",
+    "load_run", "make_environment", "make_policy", "make_reference", "package_versions",
+    "question_episode_id", "registered_policies", "registered_references",
+    "resolve_policy_factory", "run_salt", "salt_digest", "worker_name",
 ]
 
 if TYPE_CHECKING:
-    from heuresis_env.evaluation.episode import environment_kwargs, make_environment
+    from heuresis_env.evaluation.episode import (
+        EpisodeRunner,
+        EpisodeTask,
+        RunSpec,
+        environment_kwargs,
+        make_environment,
+        worker_name,
+    )
     from heuresis_env.evaluation.policies import (
         POLICY_ENTRY_POINT_GROUP,
         REFERENCE_ENTRY_POINT_GROUP,
@@ -46,8 +60,23 @@ if TYPE_CHECKING:
     )
     from heuresis_env.evaluation.policy_process import PolicyProxy
     from heuresis_env.evaluation.ray_backend import connect_ray
-    from heuresis_env.evaluation.run_format import episode_id, load_run
-    from heuresis_env.evaluation.run_store import RunStore, config_differences, package_versions
+    from heuresis_env.evaluation.run_format import (
+        RunDirectory,
+        episode_file_stem,
+        episode_id,
+        episode_seed,
+        load_run,
+        question_episode_id,
+        run_salt,
+        salt_digest,
+    )
+    from heuresis_env.evaluation.run_store import (
+        RunStore,
+        build_config,
+        code_version,
+        config_differences,
+        package_versions,
+    )
     from heuresis_env.evaluation.runner import evaluate, evaluate_many
     from heuresis_env.evaluation.summary import FamilySummary, RunSummary
     from heuresis_env.policy import EpisodeSettings

@@ -272,6 +272,37 @@ def resolve_salt(split: str, salt: str | None = None) -> str | None:
     return salt or None
 
 
+#: the least entropy a test salt must carry, in bits (a weaker one can be guessed from the
+#: SHA-256 digest a run's config records, which unseals the split)
+MIN_SALT_BITS = 128
+_HEX = frozenset("0123456789abcdefABCDEF")
+_BASE64URL = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_=")
+
+
+def check_salt(salt: str) -> str:
+    """Refuse a test salt too weak to seal a split; returns the salt.
+
+    The rule counts the bits a salt of random characters from its alphabet would hold: 4 a
+    character for hexadecimal, 6 for URL-safe base64 (or any other text), so at least 32 hex
+    or 22 base64 characters (``secrets.token_hex(16)``, ``secrets.token_urlsafe(16)``); a salt
+    repeating one short pattern is refused whatever its length."""
+    if not isinstance(salt, str) or not salt:
+        raise HeuresisError(f"a test salt must be a non-empty string, got {type(salt).__name__}")
+    per_character = 4 if set(salt) <= _HEX else 6
+    bits = per_character * len(salt)
+    distinct = len(set(salt))
+    if bits < MIN_SALT_BITS or distinct < min(8, len(salt)):
+        need = -(-MIN_SALT_BITS // per_character)
+        found = (f"{len(salt)} characters hold at most {bits} bits" if bits < MIN_SALT_BITS
+                 else f"it uses only {distinct} distinct characters")
+        raise HeuresisError(
+            f"the test salt (${TEST_SALT_ENV}) is too weak to seal the test split: {found}, "
+            f"and a salt needs {MIN_SALT_BITS} bits of randomness (at least {need} random "
+            f"{'hexadecimal' if per_character == 4 else 'base64'} characters). Make one "
+            "with python -c \"import secrets; print(secrets.token_hex(16))\"")
+    return salt
+
+
 def key_seed_sequence(key: InstanceKey, salt: str | None = None) -> np.random.SeedSequence:
     """The instance's root seed: SHA-256 words of the key (and of the salt for a sealed test).
 
@@ -683,8 +714,8 @@ def split_directory(root: str | os.PathLike, family: str, split: str) -> Path:
 
 
 __all__: Sequence[str] = (
-    "FORMAT_VERSION", "GENERATOR_VERSION", "SPLIT_SIZES", "STREAM_SPLITS", "TRAIN_SPLIT_SIZE",
-    "default_count", "HiddenRecord", "Instance",
+    "FORMAT_VERSION", "GENERATOR_VERSION", "MIN_SALT_BITS", "SPLIT_SIZES", "STREAM_SPLITS",
+    "TRAIN_SPLIT_SIZE", "HiddenRecord", "Instance", "check_salt", "default_count",
     "InstanceKey", "InstanceSource", "NoGroundTruthError", "NoSCMError", "available_sources",
     "get_source", "register_source", "split_size", "generate_instance", "generate_split",
     "instance_rngs", "key_seed_sequence", "salted_seed_sequence", "cached_instance",

@@ -26,7 +26,7 @@ __all__ = ["TrainingSettings", "TrainingResult", "train_model", "held_out_split"
 
 @dataclass
 class TrainingSettings:
-    epochs: int = 60
+    epochs: int = 40
     batch_size: int = 32
     learning_rate: float = 1e-3
     weight_decay: float = 1e-2
@@ -34,7 +34,7 @@ class TrainingSettings:
     seed: int = 0
     threads: int = 1
     hidden: int = 64
-    layers: int = 4
+    layers: int = 2
     heads: int = 4
     feedforward: int = 128
     dropout: float = 0.0

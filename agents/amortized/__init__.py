@@ -27,6 +27,7 @@ from agents.amortized.dataset import (
 from agents.amortized.evaluation import (
     InstanceScore,
     bca_column,
+    cost_table,
     outcome_table,
     score_examples,
     select_edges,
@@ -54,7 +55,7 @@ from agents.amortized.training import TrainingResult, TrainingSettings, train_mo
 __all__ = [
     "MODEL_JSON", "MODEL_WEIGHTS", "SHARD_MANIFEST", "SHIPPED_MODEL", "AmortizedPolicy",
     "AmortizedRepairPolicy", "Example", "ExampleSet", "GridModel", "InstanceScore",
-    "ModelConfig", "TrainingResult", "TrainingSettings", "bca_column", "build_shards", "compute_examples", "examples_of",
+    "ModelConfig", "TrainingResult", "TrainingSettings", "bca_column", "build_shards", "cost_table", "compute_examples", "examples_of",
     "instance_example", "load_amortized", "load_amortized_repair", "load_examples",
     "load_model", "model_inputs", "outcome_table", "save_model", "score_examples",
     "select_edges", "shard_name", "summarize_scores", "train_model", "write_scores",

@@ -15,6 +15,7 @@ import numpy as np
 
 from agents.amortized.dataset import ExampleSet, build_shards, examples_of, load_examples
 from agents.amortized.evaluation import (
+    cost_table,
     outcome_table,
     score_examples,
     summarize_scores,
@@ -128,6 +129,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                        help="train instances per family of each point")
     curve.add_argument("--out", required=True, help="write curve.json and curve.png here")
 
+    costs = commands.add_parser("costs", help="seconds per instance of each part of the grid")
+    common(costs)
+    costs.add_argument("--data", required=True)
+    costs.add_argument("--split", default="train", choices=("train", "dev"))
+
     evaluate = commands.add_parser("evaluate", help="score a model on a split, in memory "
                                                     "($HEURESIS_TEST_SALT seals test)")
     common(evaluate)
@@ -146,6 +152,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                      range(args.start, args.start + args.count), args.out, d=args.d, n=args.n,
                      workers=args.workers, shard_size=args.shard_size, progress=_say,
                      backend=args.backend, address=args.address)
+        return 0
+    if args.command == "costs":
+        print(cost_table(load_examples(_shards(args.data, args.split, args.d, args.n))))
         return 0
     if args.command == "train":
         exclude = [f for f in args.exclude.split(",") if f]

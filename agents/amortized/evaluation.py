@@ -27,8 +27,8 @@ from heuresis_env.errors import HeuresisError
 from heuresis_env.evidence import GRID_PAIR_FEATURE_NAMES
 from heuresis_env.metrics import paired_bootstrap
 
-__all__ = ["InstanceScore", "bca_column", "outcome_table", "score_examples", "select_edges",
-           "summarize_scores"]
+__all__ = ["InstanceScore", "bca_column", "cost_table", "outcome_table", "score_examples",
+           "select_edges", "summarize_scores", "write_scores"]
 
 #: grid columns holding a reference algorithm's adjacency
 _ALGORITHM_COLUMNS = {"pc-kci": "pc_kci_kept", "pc-fisherz": "pc_fz_kept", "boss": "boss_adj",
@@ -158,3 +158,26 @@ def write_scores(path: str | Path, scores: Sequence[InstanceScore],
     Path(path).write_text(json.dumps({**(extra or {}),
                                       "scores": [asdict(s) for s in scores]}, indent=1) + "\n",
                           encoding="utf-8")
+
+
+#: the grid's parts, in the order computed (``pc_kci_wall``: PC-KCI's own run, the guided start)
+COST_PARTS = ("pc_kci_wall", "correlations", "fisherz_screen", "pc_fisherz", "pc_kci_read",
+              "algorithms", "regressions")
+
+
+def cost_table(examples: ExampleSet) -> str:
+    """Seconds per instance of each part of the grid (CPU, but PC-KCI's wall time), per family:
+    mean, median and maximum, and the grid's total without PC-KCI."""
+    parts = list(examples.seconds_parts)
+    columns = [p for p in COST_PARTS if p in parts]
+    grid = [p for p in columns if p != "pc_kci_wall"]
+    lines = ["| family | instances | " + " | ".join(columns) + " | grid without PC-KCI (mean / "
+             "median / max) |", "|---|---|" + "---|" * (len(columns) + 1)]
+    for family in [*sorted(set(examples.family.tolist())), "all"]:
+        mask = np.ones(len(examples), bool) if family == "all" else examples.family == family
+        seconds = examples.seconds[mask]
+        cells = [f"{np.nanmean(seconds[:, parts.index(p)]):.3f}" for p in columns]
+        total = np.nansum(seconds[:, [parts.index(p) for p in grid]], axis=1)
+        lines.append(f"| {family} | {int(mask.sum())} | " + " | ".join(cells) +
+                     f" | {total.mean():.2f} / {np.median(total):.2f} / {total.max():.2f} |")
+    return "\n".join(lines)

@@ -21,6 +21,7 @@ from agents.amortized import (
     ModelConfig,
     TrainingSettings,
     build_shards,
+    cost_table,
     examples_of,
     load_amortized,
     load_amortized_repair,
@@ -81,6 +82,9 @@ def test_shards_hold_grids_labels_and_keys(shards):
                  progress=messages.append, **SMALL)
     assert messages == ["4 of 4 shards already on disk"]
     assert len(training_subset(examples, 2)) == 4
+    table = cost_table(examples).splitlines()
+    assert table[0].startswith("| family | instances | pc_kci_wall | correlations")
+    assert [row.split(" | ")[1] for row in table[2:]] == ["6", "6", "12"]
     assert set(training_subset(examples, None, ["wild"]).family.tolist()) == {"lg"}
 
 

@@ -158,6 +158,8 @@ def test_episodes_score_what_the_offline_decision_scores(trained, guided):
         steps = 2 + offline[index].restored + offline[index].removed if guided else 2
         assert result.steps == steps
         assert len(policy.transcript()[0]["decisions"]) == 15
+        # the selection is a cut of the model's ranking, so the best cut is at least as good
+        assert offline[index].amortized <= offline[index].best_cut + 1e-12 <= 1 + 1e-12
     env.close()
     if not guided:
         return

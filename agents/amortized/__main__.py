@@ -191,7 +191,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     model, _ = load_model(args.model) if args.model else load_model(
         Path(__file__).resolve().parents[1] / "data" / "amortized")
-    families = expand_families(args.families)
+    families = [name for part in args.families.split(",") if part
+                for name in ([part] if get_source(part) is not None else expand_families(part))]
     salt = resolve_salt(args.split)
     scores = []
     for family in families:  # one family at a time: families may differ in d

@@ -100,7 +100,8 @@ class AmortizedPolicy(_GridPolicy):
 
     def plan(self, grid: EvidenceGrid, q: np.ndarray) -> list[dict[str, Any]]:
         selected, self.expected_f1 = select_edges(q)
-        arrows = (grid.pair("pc_kci_arrow") > 0.5) & selected
+        # the grid's pc_kci_arrow[i, j] is j → i: its transpose is PC-KCI's directed adjacency
+        arrows = (grid.pair("pc_kci_arrow") > 0.5).T & selected
         names = grid.names
         self.decisions = [{"pair": [names[i], names[j]], "probability": float(q[i, j]),
                            "selected": bool(selected[i, j])}

@@ -16,7 +16,7 @@ data alone; the hidden record is never read.
 - **PC-Fisher-z and PC-KCI** (α = 0.05): kept or not, the level and −log10 p of the deletion,
   and for PC-KCI (the guided start) also −log10 of KCI's marginal p-value, of the largest
   p-value over every set PC tested the pair at, the number of those sets, and whether the
-  CPDAG orients i → j. KCI's tests are PC's own, read back from its cache.
+  CPDAG orients j → i (an arrowhead at i; cell [i, j]). KCI's tests are PC's own, read back from its cache.
 - **Score-based searches**: adjacency in the outputs of BOSS, GRaSP and GES (BIC), default
   parameters and the instance seed — the ``run_algorithm`` tool's cached runs.
 - **Regressions** on normal scores (additive ridge on each input and
@@ -91,7 +91,9 @@ GRID_PAIR_FEATURES: tuple[GridFeature, ...] = (
     GridFeature("kci_logp_empty", True, "-log10 KCI p at the empty set"),
     GridFeature("kci_logp_max", True, "-log10 of the largest KCI p over the sets PC tested"),
     GridFeature("kci_tests", True, "log(1 + number of sets PC-KCI tested the pair at)"),
-    GridFeature("pc_kci_arrow", False, "PC-KCI's CPDAG orients i -> j"),
+    # (cell [i, j] is 1 when the arrowhead is at i: the CPDAG has j -> i; the feature was
+    # computed so in GRID_EVIDENCE_VERSION 1, and the shipped model reads it so)
+    GridFeature("pc_kci_arrow", False, "PC-KCI's CPDAG orients j -> i (arrowhead at i)"),
     GridFeature("boss_adj", True, "BOSS's output has the pair adjacent"),
     GridFeature("grasp_adj", True, "GRaSP's output has the pair adjacent"),
     GridFeature("ges_adj", True, "GES's output has the pair adjacent"),
@@ -390,6 +392,7 @@ def _compute(data: np.ndarray, names: tuple[str, ...], sha256: str,
     put("pc_kci_level", level)
     put("pc_kci_logp", log_p)
     marks = guided.graph.marks
+    # [i, j] = 1 for j → i (the arrowhead at i): the transpose of the directed adjacency
     put("pc_kci_arrow", ((marks.T == EdgeMark.TAIL) & (marks == EdgeMark.ARROW)
                          & skeleton.astype(bool)).astype(np.float64).T)
     nodes[:, n_index["pc_kci_degree"]] = kept.sum(axis=1) / max(d - 1, 1)

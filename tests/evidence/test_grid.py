@@ -96,6 +96,8 @@ def test_columns_equal_the_components_they_read():
     grid = evidence_grid(data, names, sha)
     start = guided_start(data, names, sha)
     assert np.array_equal(grid.pair("pc_kci_kept"), start.graph.skeleton())
+    # the arrow column has the arrowhead at the row's variable: [i, j] is j → i
+    assert np.array_equal(grid.pair("pc_kci_arrow") > 0.5, start.graph.directed_adjacency().T)
     assert np.array_equal(grid.pair("pc_fz_kept"), pc(data, names, "fisherz").skeleton.skeleton())
     for algorithm in ("boss", "grasp", "ges"):
         result = cached_run_algorithm(algorithm, data, names, sha, {}, None, int31_seed(sha))

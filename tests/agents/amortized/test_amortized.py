@@ -36,7 +36,8 @@ from agents.amortized import (
 from agents.amortized.__main__ import main as amortized_main
 from agents.amortized.__main__ import training_subset
 from heuresis_env.errors import HeuresisError
-from heuresis_env.generation import InstanceKey
+from heuresis_env.evidence import guided_start
+from heuresis_env.generation import InstanceKey, generate_instance
 from heuresis_env.policy import EpisodeSettings, run_episode
 from heuresis_env.registration import env_id, register_envs
 
@@ -162,6 +163,13 @@ def test_episodes_score_what_the_offline_decision_scores(trained, guided):
         assert offline[index].amortized <= offline[index].best_cut + 1e-12 <= 1 + 1e-12
     env.close()
     if not guided:
+        # PC-KCI's orientations are kept: every directed edge it has among the selection
+        instance = generate_instance(InstanceKey("wild", "dev", 2, **SMALL))
+        start = guided_start(instance.X, instance.names, instance.sha256).graph
+        marks = np.array(result.final_graph["marks"])
+        submitted = (marks == 2) & (marks.T == 1)  # arrowhead at j, tail at i: i → j
+        kept = start.directed_adjacency() & (marks != 0)
+        assert np.array_equal(submitted, kept)
         return
     unguided = gym.make(env_id("wild"), guided=False, split="dev", **SMALL)
     with pytest.raises(HeuresisError, match="guided condition"):

@@ -8,6 +8,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ from agents.amortized.evaluation import (
     outcome_table,
     score_examples,
     summarize_scores,
+    transfer_summary,
+    transfer_table,
     write_scores,
 )
 from agents.amortized.model import load_model, save_model
@@ -81,6 +84,49 @@ def _train_and_score(args: argparse.Namespace, per_family: int | None,
             "train_instances": len(train)}
 
 
+def _leave_one_family_out(args: argparse.Namespace) -> int:
+    """Train on all families and on each five; score each held-out family's instances."""
+    families = expand_families(args.families)
+    salt = resolve_salt(args.split)
+    shards = load_examples(_shards(args.data, "train", args.d, args.n))
+    missing = sorted(set(families) - set(shards.family.tolist()))
+    if missing:
+        raise HeuresisError(f"no train instances of {', '.join(missing)} in {args.data}: "
+                            f"leaving a family out of training needs it in the training data")
+    held = {family: examples_of([InstanceKey(family, args.split, i, d=args.d, n=args.n)
+                                 for i in range(default_count(family, args.split, args.count))],
+                                salt, args.workers, progress=_say)
+            for family in families}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    command = "python -m agents.amortized " + " ".join(sys.argv[1:])
+    models = {}
+    for excluded in [None, *families]:
+        name = "all" if excluded is None else f"without-{excluded}"
+        train = training_subset(shards, args.per_family, [excluded] if excluded else [])
+        _say(f"{name}: training on {len(train)} train instances")
+        result = train_model(train, _settings(args), progress=_say if args.verbose else None)
+        save_model(result.model, out / name,
+                   {"name": name, "command": command, "train_instances": len(train),
+                    "excluded": [excluded] if excluded else [],
+                    "settings": vars(result.settings), "training": result.summary()})
+        models[name] = result.model
+    rows, scores = {}, {}
+    for family in families:
+        without = score_examples(models[f"without-{family}"], held[family])
+        with_family = score_examples(models["all"], held[family])
+        rows[family] = transfer_summary(without, with_family, n_resamples=args.resamples)
+        scores[family] = {"without": [asdict(s) for s in without],
+                          "with": [asdict(s) for s in with_family]}
+    (out / "lofo.json").write_text(json.dumps(
+        {"command": command, "split": args.split, "sealed": salt is not None,
+         "per_family": args.per_family, "summary": rows, "scores": scores}, indent=1) + "\n")
+    print(f"{args.split} split{' (sealed by $HEURESIS_TEST_SALT)' if salt else ''}, "
+          f"leave one family out")
+    print(transfer_table(rows))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m agents.amortized", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -129,6 +175,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                        help="train instances per family of each point")
     curve.add_argument("--out", required=True, help="write curve.json and curve.png here")
 
+    lofo = commands.add_parser(
+        "lofo", help="leave one family out: train on five families, score the sixth's split "
+                     "instances beside the model trained on all six")
+    common(lofo)
+    training(lofo)
+    lofo.add_argument("--per-family", type=int, default=None,
+                      help="the first N train instances of each family (default: all)")
+    lofo.add_argument("--families", default="all", help="the families held out in turn")
+    lofo.add_argument("--split", default="test", choices=("dev", "test"))
+    lofo.add_argument("--count", type=int, default=None, help="instances per family")
+    lofo.add_argument("--workers", type=int, default=1)
+    lofo.add_argument("--out", required=True, help="write the models and lofo.json here")
+
     costs = commands.add_parser("costs", help="seconds per instance of each part of the grid")
     common(costs)
     costs.add_argument("--data", required=True)
@@ -170,6 +229,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_scores(Path(args.out) / "dev_scores.json", out["scores"])
         print(outcome_table(out["summary"]))
         return 0
+    if args.command == "lofo":
+        return _leave_one_family_out(args)
     if args.command == "curve":
         points = []
         for size in args.sizes.split(","):

@@ -141,6 +141,41 @@ def summarize_scores(scores: Sequence[InstanceScore], seed: int = 0,
     return out
 
 
+def transfer_summary(held_out: Sequence[InstanceScore], all_families: Sequence[InstanceScore],
+                     seed: int = 0, n_resamples: int = 10_000) -> dict[str, Any]:
+    """Leave-one-family-out on one family: the model trained without the family
+    (``held_out``) against PC-KCI, BCA_φ and the model trained with it (``all_families``), on
+    the same instances (paired 95% bootstrap intervals, one seed)."""
+    if [(s.family, s.index) for s in held_out] != [(s.family, s.index) for s in all_families]:
+        raise HeuresisError("leave-one-family-out scores must cover the same instances in the "
+                            "same order")
+    without = np.array([s.amortized for s in held_out])
+    with_family = np.array([s.amortized for s in all_families])
+    pc_kci = np.array([s.pc_kci for s in held_out])
+    bca = np.array([s.bca for s in held_out])
+    row: dict[str, Any] = {"instances": len(held_out), "pc_kci": float(pc_kci.mean()),
+                           "bca": float(bca.mean()), "without": float(without.mean()),
+                           "with": float(with_family.mean())}
+    for name, other in (("delta_pc_kci", pc_kci), ("delta_bca", bca),
+                        ("delta_with", with_family)):
+        result = paired_bootstrap(without, other, n_resamples=n_resamples, seed=seed)
+        row[name] = [result.mean, result.low, result.high]
+    return row
+
+
+def transfer_table(rows: Mapping[str, Mapping[str, Any]]) -> str:
+    """A Markdown table of :func:`transfer_summary` rows, one per held-out family."""
+    lines = ["| held-out family | n | PC-KCI | BCA_φ | trained with it | trained without it "
+             "| without − PC-KCI [95%] | without − BCA_φ [95%] | without − with [95%] |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name, row in rows.items():
+        lines.append(
+            f"| {name} | {row['instances']} | {row['pc_kci']:.3f} | {row['bca']:.3f} | "
+            f"{row['with']:.3f} | {row['without']:.3f} | {_interval(row['delta_pc_kci'])} | "
+            f"{_interval(row['delta_bca'])} | {_interval(row['delta_with'])} |")
+    return "\n".join(lines)
+
+
 def _interval(values: Sequence[float]) -> str:
     mean, low, high = values
     return f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]"

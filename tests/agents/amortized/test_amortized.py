@@ -191,6 +191,48 @@ def test_the_unguided_policy_submits_a_dag_when_the_target_is_a_dag(trained):
     env.close()
 
 
+def test_leave_one_family_out_trains_without_the_family_it_scores(shards, tmp_path):
+    out = tmp_path / "lofo"
+    assert amortized_main(["lofo", "--data", str(shards), "--families", "lg,wild", "--split",
+                           "dev", "--count", "3", "--epochs", "2", "--hidden", "16", "--layers",
+                           "1", "--resamples", "200", "--out", str(out), "--d", "6",
+                           "--n", "150"]) == 0
+    record = json.loads((out / "lofo.json").read_text())
+    assert set(record["summary"]) == {"lg", "wild"} and record["sealed"] is False
+    for family in ("lg", "wild"):
+        provenance = json.loads((out / f"without-{family}" / MODEL_JSON).read_text())["provenance"]
+        assert provenance["excluded"] == [family] and provenance["train_instances"] == 6
+        scores = record["scores"][family]
+        assert [s["family"] for s in scores["without"]] == [family] * 3
+        # the same instances scored by both models: PC-KCI's score is the model's no part
+        assert [s["pc_kci"] for s in scores["without"]] == [s["pc_kci"] for s in scores["with"]]
+        row = record["summary"][family]
+        without = np.mean([s["amortized"] for s in scores["without"]])
+        assert row["without"] == pytest.approx(without)
+        assert row["delta_with"][0] == pytest.approx(
+            without - np.mean([s["amortized"] for s in scores["with"]]))
+    model, _ = load_model(out / "without-lg")
+    again = score_examples(model, examples_of([InstanceKey("lg", "dev", i, **SMALL)
+                                               for i in range(3)]))
+    assert [s.amortized for s in again] == [s["amortized"] for s in record["scores"]["lg"]["without"]]
+    all_model = json.loads((out / "all" / MODEL_JSON).read_text())["provenance"]
+    assert all_model["train_instances"] == 12 and all_model["excluded"] == []
+    with pytest.raises(HeuresisError, match="no train instances of anm"):
+        amortized_main(["lofo", "--data", str(shards), "--families", "anm", "--split", "dev",
+                        "--count", "1", "--out", str(tmp_path / "x"), "--d", "6", "--n", "150"])
+
+
+def test_transfer_summary_refuses_scores_of_different_instances(trained, shards):
+    from agents.amortized.evaluation import transfer_summary
+
+    model, _ = load_model(trained[0])
+    scores = score_examples(model, load_examples(sorted(shards.glob("*-dev-*.npz"))))
+    with pytest.raises(HeuresisError, match="same instances"):
+        transfer_summary(scores, scores[::-1])
+    row = transfer_summary(scores, scores, n_resamples=100)
+    assert row["delta_with"] == [0.0, 0.0, 0.0] and row["instances"] == len(scores)
+
+
 @pytest.mark.slow
 def test_a_model_trained_on_train_instances_beats_the_guided_start(tmp_path):
     """From an empty cache: 60 train instances of lg (d = 8, n = 200), a small model, scored

@@ -5,22 +5,27 @@ CI test ``dsep`` takes the true graph explicitly). :mod:`.citests` is the one CI
 interface that PC, the tools and the routers share; :mod:`.pc` logs every deletion
 and :mod:`.pc_orientation` holds its orientation rules;
 :mod:`.algorithms` is the registry of reference algorithms (PC, GES, FCI, DirectLiNGAM, ANM,
-NOTEARS, GRaSP, BOSS) behind :func:`run_algorithm`; :mod:`.orientation` holds the pairwise
-orientation probes and :mod:`.graph_merge` the k-vote merge of graphs.
+NOTEARS, GRaSP, BOSS) behind :func:`run_algorithm`, their runners one module a family
+(:mod:`.constraint_based`, :mod:`.score_based`, :mod:`.functional_models`,
+:mod:`.continuous_optimization`) with causal-learn's interop in :mod:`.causallearn_bridge`;
+:mod:`.orientation` holds the pairwise orientation probes and :mod:`.graph_merge` the k-vote
+merge of graphs.
 """
 
 from heuresis_env.discovery.algorithms import (
     ALGORITHM_CACHE_VERSION,
-    CAUSAL_LEARN_ADAPTER,
     AlgorithmResult,
     AlgorithmSpec,
     available_algorithms,
     cached_run_algorithm,
     get_algorithm,
-    graph_from_causallearn,
     register_algorithm,
-    register_causallearn_adapter,
     run_algorithm,
+)
+from heuresis_env.discovery.causallearn_bridge import (
+    CAUSAL_LEARN_ADAPTER,
+    graph_from_causallearn,
+    register_causallearn_adapter,
 )
 from heuresis_env.discovery.citests import (
     CI_TESTS,

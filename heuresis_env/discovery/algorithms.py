@@ -2,7 +2,11 @@
 
 Every algorithm is an :class:`AlgorithmSpec`: a name, the graph type it returns, its default
 parameters with a rule for each, and a runner given as a ``"module:function"`` path, so
-nothing heavy (causal-learn's searches, lingam, torch) is imported until it runs.
+nothing heavy (causal-learn's searches, lingam, torch) is imported until it runs. The
+built-in runners live by family: :mod:`.constraint_based` (PC, FCI), :mod:`.score_based`
+(GES, GRaSP, BOSS), :mod:`.functional_models` (DirectLiNGAM, ANM) and
+:mod:`.continuous_optimization` (NOTEARS); :mod:`.causallearn_bridge` converts causal-learn's
+graphs and lends it our CI tests.
 :func:`run_algorithm` is the single entry point, used by the environment's
 ``run_algorithm`` tool, the stability tool and the baselines:
 
@@ -54,14 +58,12 @@ unshielded triple: collider, non-collider or ambiguous, with the separating sets
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import importlib
-import io
 import math
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,13 +71,9 @@ import numpy as np
 
 from heuresis_env.cache import MemoCache, ResultCache, stable_hash
 from heuresis_env.data import validate_data
-from heuresis_env.discovery.citests import make_ci_test
-from heuresis_env.discovery.notears import notears_linear, notears_mlp
-from heuresis_env.discovery.orientation import orient_skeleton_pairwise
-from heuresis_env.discovery.pc import pc
 from heuresis_env.discovery.pc_orientation import DEFAULT_ORIENTATION, ORIENTATION_RULES
 from heuresis_env.errors import DataError, HeuresisError, UnknownNameError
-from heuresis_env.graphs import EdgeMark, Graph, GraphType, pdag_to_graph
+from heuresis_env.graphs import EdgeMark, Graph, GraphType
 
 #: a runner: (data of the chosen columns, their names, merged params, seed) → (graph, extras)
 Runner = Callable[[np.ndarray, tuple[str, ...], dict[str, Any], int], tuple[Graph, dict[str, Any]]]
@@ -453,268 +451,13 @@ def require_nonsingular(data: np.ndarray, names: Sequence[str], method: str,
     )
 
 
-_CAUSAL_LEARN_MARKS = {-1: EdgeMark.TAIL, 0: EdgeMark.NONE, 1: EdgeMark.ARROW, 2: EdgeMark.CIRCLE}
-
-
-def graph_from_causallearn(general_graph: Any, names: Sequence[str]) -> Graph:
-    """Convert a causal-learn ``GeneralGraph`` to a :class:`Graph` over ``names``.
-
-    causal-learn stores ``graph[i, j]`` = the endpoint at *i's* end of the edge i–j (TAIL −1,
-    ARROW 1, CIRCLE 2); ours stores the mark at *j's* end in ``marks[i, j]``, so the matrix
-    is transposed. Nodes are matched by name. Doubled edges (causal-learn's TAIL_AND_ARROW /
-    ARROW_AND_ARROW codes) have no single-edge form and fail the conversion.
-    """
-    endpoint_matrix = np.asarray(general_graph.graph)
-    node_names = [str(n) for n in general_graph.get_node_names()]
-    if sorted(node_names) != sorted(names):
-        raise AlgorithmFailure(f"graph nodes {node_names} do not match variables {list(names)}")
-    unknown = set(np.unique(endpoint_matrix).tolist()) - set(_CAUSAL_LEARN_MARKS)
-    if unknown:
-        raise AlgorithmFailure(
-            f"causal-learn graph has endpoint codes {sorted(unknown)} (doubled edges) "
-            "that a single-edge graph cannot hold"
-        )
-    order = [node_names.index(n) for n in names]
-    ours = endpoint_matrix[np.ix_(order, order)].T
-    marks = np.zeros(ours.shape, dtype=np.int8)
-    for code, mark in _CAUSAL_LEARN_MARKS.items():
-        marks[ours == code] = mark
-    return Graph(names, marks)
-
-
-@contextlib.contextmanager
-def _silenced_stdout() -> Iterator[None]:
-    """Swallow what a library prints (causal-learn's FCI prints every "visible" edge even
-    with ``verbose=False``), so tool output and CLI JSON stay clean."""
-    with contextlib.redirect_stdout(io.StringIO()):
-        yield
-
-
-@contextlib.contextmanager
-def _seeded_python_random(seed: int) -> Iterator[None]:
-    """Seed Python's ``random`` module for the block and restore its state afterwards.
-
-    causal-learn's GRaSP and BOSS shuffle with the global ``random`` module; this makes
-    their runs reproducible without leaving the global state changed.
-    """
-    import random
-
-    state = random.getstate()
-    random.seed(seed)
-    try:
-        yield
-    finally:
-        random.setstate(state)
-
-
-#: the name under which :func:`register_causallearn_adapter` registers our CI tests
-CAUSAL_LEARN_ADAPTER = "heuresis-citest"
-
-
-def register_causallearn_adapter() -> None:
-    """Let causal-learn's constraint searches call a Heuresis :class:`CITest`.
-
-    Registered with causal-learn's ``register_ci_test`` under ``"heuresis-citest"``; the
-    search passes ``ci_test=<CITest>`` through to the adapter. Our Fisher-z equals
-    causal-learn's, and our KCI is the fast, disk-cached equivalent of causal-learn's.
-    """
-    from causallearn.utils import cit
-
-    if CAUSAL_LEARN_ADAPTER in cit._custom_ci_tests:
-        return
-
-    class HeuresisCITAdapter(cit.CIT_Base):
-        def __init__(self, data: np.ndarray, ci_test: Any = None, **kwargs: Any):
-            super().__init__(data, **kwargs)
-            if ci_test is None:
-                raise HeuresisError("the heuresis-citest adapter needs ci_test=<CITest>")
-            self.ci_test = ci_test
-            self.method = ci_test.name
-
-        def __call__(self, X: Any, Y: Any, condition_set: Any = None) -> float:  # noqa: N803
-            conditioning = [] if condition_set is None else [int(v) for v in condition_set]
-            return self.ci_test.test(int(X), int(Y), conditioning).p_value
-
-        def __deepcopy__(self, memo: dict) -> HeuresisCITAdapter:
-            # causal-learn's PC deep-copies its graph, test included: share the test (and
-            # its cache, which holds a lock) instead
-            return self
-
-    cit.register_ci_test(CAUSAL_LEARN_ADAPTER, HeuresisCITAdapter)
-
-
-# ---- runners ----------------------------------------------------------------------------------
-
-def _pc_runner(ci_test: str) -> Runner:
-    def run(data: np.ndarray, names: tuple[str, ...], params: dict[str, Any],
-            seed: int) -> tuple[Graph, dict[str, Any]]:
-        result = pc(data, names=names, ci_test=ci_test, alpha=params["alpha"],
-                    variant=params["variant"], max_depth=params["max_depth"],
-                    orientation=params["orientation"])
-        return result.graph, {
-            "deletion_log": [d.to_dict() for d in result.deletion_log],
-            "n_tests": result.n_tests,
-            "ci_test": result.ci_test,
-            "orientation": {"rule": result.orientation,
-                            "triples": [t.to_dict() for t in result.triples],
-                            "n_tests": result.n_orientation_tests},
-        }
-
-    return run
-
-
-run_pc_fisherz = _pc_runner("fisherz")
-run_pc_kci = _pc_runner("kci")
-
-
-def run_ges(data: np.ndarray, names: tuple[str, ...], params: dict[str, Any],
-            seed: int) -> tuple[Graph, dict[str, Any]]:
-    """causal-learn GES with the linear-Gaussian BIC score; returns its CPDAG."""
-    require_nonsingular(data, names, "GES (BIC score)")
-    from causallearn.search.ScoreBased.GES import ges
-
-    with _silenced_stdout():
-        record = ges(data, score_func="local_score_BIC", maxP=params["max_parents"],
-                     parameters={"lambda_value": float(params["lambda_value"])},
-                     node_names=list(names))
-    return graph_from_causallearn(record["G"], names), {"score": float(np.ravel(record["score"])[0])}
-
-
-def run_fci(data: np.ndarray, names: tuple[str, ...], params: dict[str, Any],
-            seed: int) -> tuple[Graph, dict[str, Any]]:
-    """causal-learn FCI with a Heuresis CI test (Fisher-z or KCI); returns a PAG."""
-    from causallearn.search.ConstraintBased.FCI import fci
-
-    register_causallearn_adapter()
-    tester = make_ci_test(params["test"], data)
-    with _silenced_stdout():
-        general_graph, _ = fci(data, CAUSAL_LEARN_ADAPTER, float(params["alpha"]),
-                               depth=int(params["depth"]), verbose=False, show_progress=False,
-                               node_names=list(names), ci_test=tester)
-    return graph_from_causallearn(general_graph, names), {"n_tests": tester.n_cached}
-
-
-def run_direct_lingam(data: np.ndarray, names: tuple[str, ...], params: dict[str, Any],
-                      seed: int) -> tuple[Graph, dict[str, Any]]:
-    """``lingam.DirectLiNGAM``; edge i → j when |B[j, i]| > threshold.
-
-    lingam's ``adjacency_matrix_`` B has B[j, i] ≠ 0 for i → j (row = effect). Its
-    coefficients are already pruned by adaptive lasso, so the default threshold 0 keeps
-    every nonzero coefficient.
-    """
-    require_nonsingular(data, names, "DirectLiNGAM")
-    import lingam
-
-    model = lingam.DirectLiNGAM(random_state=seed, measure=params["measure"])
-    model.fit(data)
-    weights = np.asarray(model.adjacency_matrix_, dtype=np.float64).T  # [i, j] for i → j
-    adjacency = np.abs(weights) > params["threshold"]
-    np.fill_diagonal(adjacency, False)
-    edges = [{"from": names[i], "to": names[j], "weight": float(weights[i, j])}
-             for i, j in zip(*np.nonzero(adjacency), strict=True)]
-    return Graph.from_dag(adjacency, names), {
-        "causal_order": [names[i] for i in model.causal_order_],
-        "edges": edges,
-    }
-
-
-def run_anm(data: np.ndarray, names: tuple[str, ...], params: dict[str, Any],
-            seed: int) -> tuple[Graph, dict[str, Any]]:
-    """PC-KCI's skeleton, each edge oriented by a bivariate additive-noise model with HSIC.
-
-    See :func:`heuresis_env.discovery.orientation.orient_skeleton_pairwise` for the decision rule and
-    how directed cycles are broken; PC's own v-structure orientations are not used.
-    """
-
-    # only the skeleton is used: the single-set rule asks for no CI test beyond the skeleton's
-    skeleton_run = pc(data, names=names, ci_test="kci", alpha=params["alpha"],
-                      variant=params["variant"], orientation="single")
-    pdag, evidence = orient_skeleton_pairwise(
-        data, skeleton_run.skeleton.skeleton(), np.random.default_rng(seed),
-        regressor=params["regressor"], alpha=params["hsic_alpha"], margin=params["margin"],
-        max_rows=params["max_rows"],
-    )
-    orientation = [
-        {"x": names[e.x], "y": names[e.y], "p_value_x_to_y": e.p_value_x_to_y,
-         "p_value_y_to_x": e.p_value_y_to_x, "direction": e.direction,
-         "undirected_to_break_cycle": e.undirected_to_break_cycle}
-        for e in evidence
-    ]
-    return pdag_to_graph(pdag, names), {"orientation": orientation,
-                                        "n_tests": skeleton_run.n_tests}
-
-
-def _notears_extras(result: Any, names: tuple[str, ...]) -> dict[str, Any]:
-    if not result.converged:
-        warnings.warn(
-            f"NOTEARS stopped before reaching h ≤ h_tol (h = {result.h:.3g} after "
-            f"{result.n_dual_steps} dual steps, rho = {result.rho:.3g}); the weights were "
-            "thresholded and pruned to a DAG", RuntimeWarning, stacklevel=2)
-    edges = [{"from": names[i], "to": names[j], "weight": float(result.weights[i, j])}
-             for i, j in zip(*np.nonzero(result.weights), strict=True)]
-    return {"edges": edges, "h": result.h, "converged": result.converged,
-            "n_dual_steps": result.n_dual_steps,
-            "edges_removed_for_acyclicity": result.edges_removed_for_acyclicity}
-
-
-def run_notears(data: np.ndarray, names: tuple[str, ...], params: dict[str, Any],
-                seed: int) -> tuple[Graph, dict[str, Any]]:
-    """NOTEARS linear with the least-squares loss. ``extras["converged"]`` says whether
-    h ≤ h_tol was reached; if not, the thresholded and pruned DAG is still returned (it is
-    the reference's output) with a warning in ``extras["warnings"]``."""
-
-    result = notears_linear(data, lambda1=params["lambda1"], loss_type="l2",
-                            max_iter=params["max_iter"], h_tol=params["h_tol"],
-                            rho_max=params["rho_max"], w_threshold=params["w_threshold"])
-    return Graph.from_dag(result.adjacency, names), _notears_extras(result, names)
-
-
-def run_notears_mlp(data: np.ndarray, names: tuple[str, ...], params: dict[str, Any],
-                    seed: int) -> tuple[Graph, dict[str, Any]]:
-    """NOTEARS-MLP seeded from ``seed`` and limited to one thread while it runs (reproducible
-    sums, no oversubscription of shared cores). ``engine="torch"`` differentiates with torch
-    autograd; the default ``"numpy"`` uses hand-written gradients (BLAS products and compiled
-    loops) checked against autograd to 1e-12 and runs about 2.2× faster
-    (``benchmarks/bench_notears.py``)."""
-
-    result = notears_mlp(data, hidden=params["hidden"], lambda1=params["lambda1"],
-                         lambda2=params["lambda2"], max_iter=params["max_iter"],
-                         h_tol=params["h_tol"], rho_max=params["rho_max"],
-                         w_threshold=params["w_threshold"], seed=seed,
-                         max_inner_iter=params["max_inner_iter"], num_threads=1,
-                         engine=params["engine"])
-    return Graph.from_dag(result.adjacency, names), _notears_extras(result, names)
-
-
-def _permutation_runner(method: str) -> Runner:
-    def run(data: np.ndarray, names: tuple[str, ...], params: dict[str, Any],
-            seed: int) -> tuple[Graph, dict[str, Any]]:
-        require_nonsingular(data, names, f"{method.upper()} (BIC score)")
-        parameters = {"lambda_value": float(params["lambda_value"])}
-        with _seeded_python_random(seed), _silenced_stdout():
-            if method == "grasp":
-                from causallearn.search.PermutationBased.GRaSP import grasp
-
-                general_graph = grasp(data, score_func="local_score_BIC_from_cov",
-                                      depth=int(params["depth"]), parameters=parameters,
-                                      verbose=False, node_names=list(names))
-            else:
-                from causallearn.search.PermutationBased.BOSS import boss
-
-                general_graph = boss(data, score_func="local_score_BIC_from_cov",
-                                     parameters=parameters, verbose=False,
-                                     node_names=list(names))
-        return graph_from_causallearn(general_graph, names), {}
-
-    return run
-
-
-run_grasp = _permutation_runner("grasp")
-run_boss = _permutation_runner("boss")
-
-
 # ---- the built-in registry ------------------------------------------------------------------
 
+#: the modules holding the built-in runners (imported when an algorithm first runs)
+_CONSTRAINT_BASED = "heuresis_env.discovery.constraint_based"
+_SCORE_BASED = "heuresis_env.discovery.score_based"
+_FUNCTIONAL = "heuresis_env.discovery.functional_models"
+_CONTINUOUS = "heuresis_env.discovery.continuous_optimization"
 _PC_PARAMS = {"alpha": 0.05, "variant": "stable", "max_depth": None,
               "orientation": DEFAULT_ORIENTATION}
 _PC_RULES = {"alpha": open_unit(), "variant": one_of("stable", "original"),
@@ -726,33 +469,32 @@ _NOTEARS_RULES = {"lambda1": non_negative(), "w_threshold": non_negative(),
 
 
 def _register_builtin() -> None:
-    here = __name__
     register_algorithm(AlgorithmSpec(
         "pc-fisherz", "PC with the Fisher-z test (linear-Gaussian); deletion log in extras. "
         + _PC_ORIENTATION_HELP,
-        GraphType.CPDAG, dict(_PC_PARAMS), f"{here}:run_pc_fisherz", _PC_RULES))
+        GraphType.CPDAG, dict(_PC_PARAMS), f"{_CONSTRAINT_BASED}:run_pc_fisherz", _PC_RULES))
     register_algorithm(AlgorithmSpec(
         "pc-kci", "PC with the kernel CI test KCI (nonparametric); deletion log in extras. "
         + _PC_ORIENTATION_HELP,
-        GraphType.CPDAG, dict(_PC_PARAMS), f"{here}:run_pc_kci", _PC_RULES))
+        GraphType.CPDAG, dict(_PC_PARAMS), f"{_CONSTRAINT_BASED}:run_pc_kci", _PC_RULES))
     register_algorithm(AlgorithmSpec(
         "ges", "Greedy equivalence search with the linear-Gaussian BIC score",
-        GraphType.CPDAG, {"lambda_value": 0.5, "max_parents": None}, f"{here}:run_ges",
+        GraphType.CPDAG, {"lambda_value": 0.5, "max_parents": None}, f"{_SCORE_BASED}:run_ges",
         {"lambda_value": positive(), "max_parents": optional_int_at_least(0)}))
     register_algorithm(AlgorithmSpec(
         "fci", "Fast causal inference (allows latent confounders); returns a PAG",
-        GraphType.PAG, {"test": "fisherz", "alpha": 0.05, "depth": -1}, f"{here}:run_fci",
+        GraphType.PAG, {"test": "fisherz", "alpha": 0.05, "depth": -1}, f"{_CONSTRAINT_BASED}:run_fci",
         {"test": one_of("fisherz", "kci"), "alpha": open_unit(), "depth": int_at_least(-1)}))
     register_algorithm(AlgorithmSpec(
         "direct-lingam", "DirectLiNGAM (linear, non-Gaussian noise); returns a DAG",
-        GraphType.DAG, {"threshold": 0.0, "measure": "pwling"}, f"{here}:run_direct_lingam",
+        GraphType.DAG, {"threshold": 0.0, "measure": "pwling"}, f"{_FUNCTIONAL}:run_direct_lingam",
         {"threshold": non_negative(), "measure": one_of("pwling", "kernel")}))
     register_algorithm(AlgorithmSpec(
         "anm", "PC-KCI's skeleton oriented pairwise by additive-noise models with HSIC",
         GraphType.CPDAG,
         {"alpha": 0.05, "variant": "stable", "hsic_alpha": 0.05, "margin": 0.05,
          "regressor": "spline", "max_rows": 1000},
-        f"{here}:run_anm",
+        f"{_FUNCTIONAL}:run_anm",
         {"alpha": open_unit(), "variant": one_of("stable", "original"),
          "hsic_alpha": open_unit(), "margin": ParamRule(lambda v: _is_number(v) and 0 <= v < 1,
                                                         "a number in [0, 1)"),
@@ -761,22 +503,22 @@ def _register_builtin() -> None:
         "notears", "NOTEARS linear: least squares + L1 under a smooth acyclicity constraint",
         GraphType.DAG,
         {"lambda1": 0.1, "w_threshold": 0.3, "max_iter": 100, "h_tol": 1e-8, "rho_max": 1e16},
-        f"{here}:run_notears", _NOTEARS_RULES))
+        f"{_CONTINUOUS}:run_notears", _NOTEARS_RULES))
     register_algorithm(AlgorithmSpec(
         "notears-mlp", "NOTEARS-MLP: one MLP per variable under the acyclicity constraint",
         GraphType.DAG,
         {"hidden": 10, "lambda1": 0.01, "lambda2": 0.01, "w_threshold": 0.3, "max_iter": 100,
          "h_tol": 1e-8, "rho_max": 1e16, "max_inner_iter": 15000, "engine": "numpy"},
-        f"{here}:run_notears_mlp",
+        f"{_CONTINUOUS}:run_notears_mlp",
         {**_NOTEARS_RULES, "hidden": int_at_least(1), "lambda2": non_negative(),
          "max_inner_iter": int_at_least(1), "engine": one_of("numpy", "torch")}))
     register_algorithm(AlgorithmSpec(
         "grasp", "GRaSP permutation search with the BIC score (causal-learn)",
-        GraphType.CPDAG, {"lambda_value": 0.5, "depth": 3}, f"{here}:run_grasp",
+        GraphType.CPDAG, {"lambda_value": 0.5, "depth": 3}, f"{_SCORE_BASED}:run_grasp",
         {"lambda_value": positive(), "depth": int_at_least(1)}))
     register_algorithm(AlgorithmSpec(
         "boss", "BOSS permutation search with the BIC score (causal-learn)",
-        GraphType.CPDAG, {"lambda_value": 0.5}, f"{here}:run_boss",
+        GraphType.CPDAG, {"lambda_value": 0.5}, f"{_SCORE_BASED}:run_boss",
         {"lambda_value": positive()}))
 
 

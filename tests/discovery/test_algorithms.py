@@ -17,10 +17,10 @@ from heuresis_env.discovery.algorithms import (
     AlgorithmSpec,
     available_algorithms,
     get_algorithm,
-    graph_from_causallearn,
     register_algorithm,
     run_algorithm,
 )
+from heuresis_env.discovery.causallearn_bridge import graph_from_causallearn
 from heuresis_env.errors import DataError, HeuresisError, UnknownNameError
 from heuresis_env.graphs import EdgeMark, Graph, GraphType
 from heuresis_env.metrics import adjacency_f1

@@ -1,22 +1,19 @@
 """The environment: an episode of editing a working graph against a hidden causal graph.
 
 The third stage of the data flow (instance → evidence → **environment** → policy → run →
-report). :class:`HeuresisEnv` (:mod:`.core`) is the Gymnasium environment; the hidden truth
-stays with the referee (:mod:`.referee`); every action is a tool of the one registry
-(:mod:`.toolbox`), seen as text/JSON or as the RL view's discrete actions (:mod:`.rl_view`);
-agent code runs in the sandbox (:mod:`.sandbox`); every episode can leave a trace
-(:mod:`.traces`) that :func:`replay_trace` re-runs; :mod:`.render` draws graphs.
+report). :class:`HeuresisEnv` (:mod:`.core`) is the Gymnasium environment: its arguments
+are checked in :mod:`.arguments`, a reset starts an episode through :mod:`.episode_start`,
+:mod:`.episode_end` says when it ends, and its first text is the task statement
+(:mod:`.statement`). The hidden truth stays with the referee (:mod:`.referee`); every action is
+a tool of the one registry (:mod:`.toolbox`), seen as text/JSON (:mod:`.text_view`) or as the
+RL view's discrete actions (:mod:`.rl_view`); agent code runs in the sandbox (:mod:`.sandbox`);
+every episode can leave a trace (:mod:`.traces`) that :func:`replay_trace` re-runs;
+:mod:`.render` renders an episode as text or draws its graphs.
 """
 
-from heuresis_env.env.core import (
-    INTERFACES,
-    MAX_OBSERVATION_CHARS,
-    REWARDS,
-    SPLITS,
-    TERMINATION_REASONS,
-    HeuresisEnv,
-    observation_text,
-)
+from heuresis_env.env.arguments import INTERFACES, REWARDS, SPLITS
+from heuresis_env.env.core import HeuresisEnv
+from heuresis_env.env.episode_end import TERMINATION_REASONS
 from heuresis_env.env.referee import PublicInstance, open_instance
 from heuresis_env.env.render import draw_graphs
 from heuresis_env.env.replay import ReplayReport, replay_trace
@@ -29,6 +26,7 @@ from heuresis_env.env.rl_view import (
     rl_action_table,
 )
 from heuresis_env.env.sandbox import Sandbox, SandboxLimits, SandboxResult, run_code
+from heuresis_env.env.text_view import MAX_OBSERVATION_CHARS, observation_text
 from heuresis_env.env.toolbox import (
     MAX_ACTION_CHARS,
     RL_OPERATIONS,

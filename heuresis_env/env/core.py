@@ -6,143 +6,56 @@ when an environment is built or reset.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import inspect
 import os
-import re
-import string
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from types import FrameType
-from typing import Any, cast
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium import spaces
 from gymnasium.envs.registration import EnvSpec
 
 from heuresis_env.budgets import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STEPS
-from heuresis_env.env.referee import PublicInstance, open_instance
-from heuresis_env.env.render import draw_graphs
+from heuresis_env.env.arguments import (
+    check_choices,
+    check_indices,
+    check_int,
+    check_reset_options,
+    check_size,
+    check_unknown_arguments,
+    register_table,
+)
+from heuresis_env.env.episode_end import (
+    TERMINATION_REASONS,
+    check_max_seconds,
+    end_reason,
+    final_scores,
+    time_limit_around,
+)
+from heuresis_env.env.episode_start import instance_index, open_episode_instance, starting_state
+from heuresis_env.env.referee import PublicInstance
+from heuresis_env.env.render import draw_episode, render_text
 from heuresis_env.env.rl_view import RLInterface, RLOutcome
+from heuresis_env.env.statement import graph_task_statement, question_budget, tool_lines
 from heuresis_env.env.tasks import QuestionTask
+from heuresis_env.env.text_view import (
+    observation_text,
+    run_text_action,
+    text_observation,
+    text_view_spaces,
+)
 from heuresis_env.env.toolbox import available_tools, tool_schemas
 from heuresis_env.env.toolbox.code_tool import close_sandbox
-from heuresis_env.env.toolbox.graph_tools import graph_summary
-from heuresis_env.env.toolbox.registry import (
-    CATEGORIES,
-    MAX_ACTION_CHARS,
-    TOOLBOXES,
-    ActionError,
-    ParsedAction,
-    ToolResult,
-    check_configuration,
-    describe_exception,
-    parse_action,
-)
-from heuresis_env.env.toolbox.state import TARGETS, EpisodeState
-from heuresis_env.env.traces import TraceRecorder, graph_diff, text_digest, trace_file_name
+from heuresis_env.env.toolbox.registry import ParsedAction, describe_exception
+from heuresis_env.env.toolbox.state import EpisodeState
+from heuresis_env.env.traces import TraceRecorder, episode_header, text_digest, trace_file_name
 from heuresis_env.errors import HeuresisError, UnknownNameError
-from heuresis_env.evidence import EvidenceProvider, start_graph_for_edits
-from heuresis_env.generation.datasets import dataset_instance, register_instance
-from heuresis_env.generation.families import available_families
-from heuresis_env.generation.instances import (
-    TEST_SALT_ENV,
-    Instance,
-    InstanceKey,
-    available_sources,
-    get_source,
-    resolve_salt,
-    split_size,
-)
+from heuresis_env.generation.instances import TEST_SALT_ENV, Instance, InstanceKey, resolve_salt
 from heuresis_env.graphs import Graph
-from heuresis_env.questions import NAME_MODES
-from heuresis_env.registration import TASKS
-
-INTERFACES = ("text", "rl")
-REWARDS = ("f1", "shaped")
-SPLITS = ("dev", "test")
-#: the longest observation text; longer tool outputs are cut with a note
-MAX_OBSERVATION_CHARS = 20_000
-#: characters an observation text may hold (others are written as \\uXXXX escapes)
-OBSERVATION_CHARSET = frozenset(string.printable)
-_SPACES: dict[tuple, spaces.Space] = {}
-
-
-def _shared_space(key: tuple, build: Callable[[], spaces.Space]) -> spaces.Space:
-    """A space copied from one built per ``key``: building a ``Text`` indexes its character
-    set and a ``Box`` checks and broadcasts its bounds, a cost per environment that a runner
-    making an environment per episode paid thousands of times. The copy shares only what is
-    read-only (the character index, the bounds, made unwritable); its random generator is its
-    own (made when first seeded or sampled)."""
-    prototype = _SPACES.get(key)
-    if prototype is None:
-        prototype = _SPACES[key] = build()
-        for bound in ("low", "high"):
-            array = getattr(prototype, bound, None)
-            if isinstance(array, np.ndarray):
-                array.flags.writeable = False
-    return copy.copy(prototype)
-
-
-def _text_space(max_length: int) -> spaces.Text:
-    """``Text(max_length, charset=string.printable)`` (a shared prototype's copy)."""
-    return cast(spaces.Text, _shared_space(("text", max_length), lambda: spaces.Text(
-        max_length=max_length, min_length=0, charset=string.printable)))
-
-
-def _box_space(low: float, high: float, shape: tuple[int, ...], dtype: type) -> spaces.Box:
-    """``Box(low, high, shape, dtype)`` (a shared prototype's copy)."""
-    return cast(spaces.Box, _shared_space(("box", low, high, shape, np.dtype(dtype).str),
-                                          lambda: spaces.Box(low, high, shape, dtype)))
-_OUTSIDE_CHARSET = re.compile(f"[^{re.escape(string.printable)}]")  # one C scan per text
-#: termination reasons reported in the final ``info``
-TERMINATION_REASONS = ("submitted", "step_budget", "wall_time", "aborted", "replay_end")
-
-
-# ---- instances and the referee ------------------------------------------------------------------
-
-def observation_text(text: str) -> str:
-    """Text fit for the observation space: printable ASCII, every other character — control
-    characters such as NUL or BEL included — written as its Python escape (``\\x00``,
-    ``\\u2028``), length-capped."""
-    text = _OUTSIDE_CHARSET.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"),
-                                text)
-    if len(text) > MAX_OBSERVATION_CHARS:
-        note = f"\n[output cut: {len(text) - MAX_OBSERVATION_CHARS + 80} characters omitted]"
-        text = text[:MAX_OBSERVATION_CHARS - 80] + note
-    return text
-
-
-def _check_task(task: str, name_mode: str, interface: str, reward: str, toolbox: str,
-                guided: bool, questions: Sequence[int] | None) -> None:
-    """Refuse combinations the question mode does not support, saying what works."""
-    if task not in TASKS:
-        raise UnknownNameError("task", task, TASKS)
-    if name_mode not in NAME_MODES:
-        raise UnknownNameError("name mode", name_mode, NAME_MODES)
-    if task == "graph":
-        if name_mode != "anonymous" or questions is not None:
-            raise HeuresisError("name_mode and questions belong to question episodes; pass "
-                                "task='qa' (graph episodes use the anonymous names X1..Xd)")
-        if interface == "rl" and toolbox == "code":
-            raise HeuresisError("the RL view needs the full or minimal toolbox (its actions "
-                                "are edits and tests), not toolbox='code'")
-        return
-    if interface != "text":
-        raise HeuresisError("question episodes (task='qa') have the text view only; pass "
-                            "interface='text'")
-    if reward != "f1":
-        raise HeuresisError("question episodes pay their score at the end (reward='f1': 1 for "
-                            "a correct answer); reward='shaped' is for graph episodes")
-    if guided and name_mode == "decoy":
-        raise HeuresisError("decoy names and the guided start do not combine (the start "
-                            "graph is cached under the anonymous names); pass guided=False")
-
 
 #: what ``env.spec.kwargs["salt"]`` holds instead of a test salt: this prefix and the salt's
 #: SHA-256, so that a spec can be printed, saved and shared without the secret
@@ -169,27 +82,6 @@ def _resolve_env_salt(split: str, salt: Any) -> str | None:
                 f"{salt[len(SEALED_SALT_PREFIX):][:16]}…) or pass salt=...")
         salt = secret
     return resolve_salt(split, salt or None)
-
-
-def _time_limit_around(env: gym.Env) -> int | None:
-    """The step limit of a ``TimeLimit`` wrapper (``gym.make(..., max_episode_steps=k)``) that
-    is calling into ``env`` right now, or None. Gymnasium never tells the environment about
-    it, so the calling frames are asked (once per reset)."""
-    frame: FrameType | None = sys._getframe(2)
-    for _ in range(64):
-        if frame is None:
-            return None
-        owner = frame.f_locals.get("self")
-        if isinstance(owner, gym.wrappers.TimeLimit) and owner.unwrapped is env:
-            return int(owner._max_episode_steps)
-        frame = frame.f_back
-    return None
-
-
-def _check_int(name: str, value: Any, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-        raise HeuresisError(f"{name} must be an integer ≥ {low}, got {value!r}")
-    return int(value)
 
 
 # ---- the environment ----------------------------------------------------------------------------
@@ -376,59 +268,24 @@ class HeuresisEnv(gym.Env):
                  data: Any = None, names: Sequence[str] | None = None, graph: Any = None,
                  anonymize: bool = False, standardize: bool = True,
                  dataset_name: str = "dataset", **unknown: Any):
-        if unknown:  # a HeuresisError, not a TypeError: gym.make would print every kwarg
-            raise HeuresisError(
-                f"unknown argument(s) {sorted(unknown)} for a Heuresis environment; known: "
-                f"{', '.join(ENV_ARGUMENTS)}" + (
-                    ". The step budget is max_steps" if "max_episode_steps" in unknown else ""))
-
+        check_unknown_arguments(list(unknown), ENV_ARGUMENTS)
         self._table: Instance | None = None
         if data is not None or family is None:
-            family, self._table = self._register_table(family, data, names, graph, anonymize,
-                                                       standardize, dataset_name)
-        if family not in available_families() and get_source(family) is None:
-            raise UnknownNameError("family or data set", family,
-                                   [*available_families(), *available_sources()])
-        if split not in SPLITS:
-            raise UnknownNameError("split", split, SPLITS)
-        if target not in TARGETS:
-            raise UnknownNameError("target", target, TARGETS)
-        if toolbox not in TOOLBOXES:
-            raise UnknownNameError("toolbox", toolbox, TOOLBOXES)
-        if reward not in REWARDS:
-            raise UnknownNameError("reward", reward, REWARDS)
-        if interface not in INTERFACES:
-            raise UnknownNameError("interface", interface, INTERFACES)
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise UnknownNameError("render mode", render_mode, self.metadata["render_modes"])
-        check_configuration(toolbox, guided, task)
-        _check_task(task, name_mode, interface, reward, toolbox, bool(guided), questions)
+            family, self._table = register_table(family, data, names, graph, anonymize,
+                                                  standardize, dataset_name)
+        check_choices(family, split, target, toolbox, reward, interface, render_mode,
+                      self.metadata["render_modes"], guided, task, name_mode, questions)
         self.task, self.name_mode = task, name_mode
         self.family, self.split, self.guided = family, split, bool(guided)
         self.target, self.toolbox, self.reward_mode = target, toolbox, reward
         self.interface, self.render_mode = interface, render_mode
-        self.max_steps = self._configured_max_steps = _check_int("max_steps", max_steps, 1)
-        if max_seconds is not None and (isinstance(max_seconds, bool) or not isinstance(
-                max_seconds, int | float) or not max_seconds > 0):
-            raise HeuresisError(f"max_seconds must be a positive number or None, "
-                                f"got {max_seconds!r}")
-        self.max_seconds = None if max_seconds is None else float(max_seconds)
-        if d is not None:
-            _check_int("d", d, 2)
-        if n is not None:
-            _check_int("n", n, 10)
+        self.max_steps = self._configured_max_steps = check_int("max_steps", max_steps, 1)
+        self.max_seconds = check_max_seconds(max_seconds)
+        check_size(d, n)
         # the family's size fills what is left out (a fixed structure's d, a table's d and n)
         first = InstanceKey(family, split, 0, d=d, n=n, graph_model=graph_model)
         self.d, self.n, self.graph_model = first.size
-        size = split_size(family, split)
-        if indices is None:
-            self.indices: tuple[int, ...] = tuple(range(size))
-        else:
-            self.indices = tuple(_check_int("an index", i, 0) for i in indices)
-            bad = [i for i in self.indices if i >= size]
-            if bad or not self.indices:
-                raise HeuresisError(f"indices must be a non-empty list of integers in "
-                                    f"0..{size - 1} (the {split} split), got {list(indices)}")
+        self.indices: tuple[int, ...] = check_indices(indices, family, split)
         self.trace_path = None if trace_path is None else Path(trace_path)
         self.rl_text = bool(rl_text)
         sealed_salt = _resolve_env_salt(split, salt)
@@ -446,19 +303,11 @@ class HeuresisEnv(gym.Env):
 
         self._rl: RLInterface | None = None
         if interface == "rl":
-
             self._rl = RLInterface(self.d, self._offered, target, self.guided)
             self.action_space = self._rl.action_space
             self.observation_space = self._rl.observation_space
         else:
-
-            self.action_space = _text_space(MAX_ACTION_CHARS)
-            self.observation_space = spaces.Dict({
-                "text": _text_space(MAX_OBSERVATION_CHARS),
-                "working_graph": _box_space(0, 3, (self.d, self.d), np.int8),
-                "budget_left": _box_space(0.0, float(self.max_steps), (1,), np.float32),
-                "last_error": _text_space(MAX_OBSERVATION_CHARS),
-            })
+            self.action_space, self.observation_space = text_view_spaces(self.d, self.max_steps)
         self._state: EpisodeState | None = None
         self._referee: dict[str, Callable] | None = None
         self._public: PublicInstance | None = None
@@ -468,28 +317,6 @@ class HeuresisEnv(gym.Env):
         self._last_text = ""
         self._last_error = ""
         self._final_info: dict[str, Any] | None = None
-
-    @staticmethod
-    def _register_table(family: str | None, data: Any, names: Sequence[str] | None,
-                        graph: Any, anonymize: bool, standardize: bool, dataset_name: str
-                        ) -> tuple[str, Instance]:
-        """A table given as ``data`` (``Heuresis-dataset-v0``): checked, registered under
-        ``dataset_name`` and kept, so that this environment always plays this table."""
-        if family is not None:
-            raise HeuresisError(f"give either a family ({family!r}) or a table (data=...), "
-                                "not both; gym.make('Heuresis-dataset-v0', data=X, names=..., "
-                                "graph=...) plays a table")
-        if data is None:
-            raise HeuresisError("Heuresis-dataset-v0 needs a table: gym.make("
-                                "'Heuresis-dataset-v0', data=X, names=[...], graph=None | "
-                                "edge list); or load one with heuresis_env.load_dataset")
-        if isinstance(data, Instance):
-            table = data
-        else:
-            table = dataset_instance(data, names, graph, name=dataset_name,
-                                     anonymize=anonymize, standardize=standardize)
-        register_instance(table)
-        return table.key.family, table
 
     # ---- public read-only views -------------------------------------------------------------
     @property
@@ -607,50 +434,27 @@ class HeuresisEnv(gym.Env):
         super().reset(seed=seed)
         # gym.make(..., max_episode_steps=k) wraps the env in TimeLimit, which would cut the
         # episode at step k without scoring it: its k becomes this episode's step budget
-        limit = _time_limit_around(self)
+        limit = time_limit_around(self)
         self.max_steps = (self._configured_max_steps if limit is None
                           else min(self._configured_max_steps, limit))
-        options = dict(options or {})
-        unknown = sorted(set(options) - {"index", "question"})
-        if unknown or (self._task is None and "question" in options):
-            raise HeuresisError(f"unknown reset option(s) {unknown or ['question']}; the only "
-                                "option is 'index' (an instance index of the split), or "
-                                "'question' in a question episode (task='qa')")
+        options = check_reset_options(options, self._task is not None)
         self._close_episode_resources()
         question = None
         if self._task is not None:
             question = self._task.open(self._task.choose(options, self.np_random))
             index = question.instance_index
-        elif options.get("index") is not None:
-            index = _check_int("options['index']", options["index"], 0)
-            size = split_size(self.family, self.split)
-            if index >= size:
-                raise HeuresisError(f"options['index'] must be in 0..{size - 1} for the "
-                                    f"{self.split} split of {self.family}, got {index}")
         else:
-            index = int(self.indices[int(self.np_random.integers(len(self.indices)))])
+            index = instance_index(options, self.family, self.split, self.indices,
+                                   self.np_random)
         key = InstanceKey(self.family, self.split, index, d=self.d, n=self.n,
                           graph_model=self.graph_model)
-        table = None
-        if self._table is not None:
-            table = self._table if key == self._table.key else replace(self._table, key=key)
-        public, referee = open_instance(key, self._salt_holder(), table)
-        if not public.has_ground_truth and self.reward_mode == "shaped":
-            raise HeuresisError("reward='shaped' needs the true graph, and this data table "
-                                "has none; use reward='f1' (the episode then ends unscored)")
+        public, referee = open_episode_instance(key, self._salt_holder(), self._table,
+                                                self.reward_mode == "shaped")
         names = public.names if self._task is None else self._task.names
-        evidence = EvidenceProvider(public.X, public.names, public.sha256)
-        start_graph = None
-        if self.guided:
-            start_graph = evidence.guided_start().graph
-            if self._rl is not None:
-                start_graph = start_graph_for_edits(start_graph)
-            start_graph = Graph(names, start_graph.marks)
+        state, evidence = starting_state(public, names, self.guided, self._rl is not None,
+                                         self.target, self.toolbox, question)
         self._public, self._referee = public, referee
-        self._state = EpisodeState(public.X, names, public.sha256, guided=self.guided,
-                                   target=self.target, toolbox=self.toolbox,
-                                   evidence=evidence, working_graph=start_graph,
-                                   question=question)
+        self._state = state
         self.names = names
         self._steps_used = 0
         self._episode_over = False
@@ -683,65 +487,14 @@ class HeuresisEnv(gym.Env):
         self._require_reset()
 
         state = self._episode
+        tools = tool_lines(self._offered)
         if self._task is not None:
-            budget = (f"Budget: {self.max_steps} steps and "
-                      + ("no wall-time limit." if self.max_seconds is None
-                         else f"{self.max_seconds:g} seconds of wall time."))
-            return self._task.statement(state.n, budget, self._tool_lines())
-        target_rules = {
-            "none": "Edge directions are optional: the score compares skeletons.",
-            "cpdag": ("Give the Markov equivalence class (CPDAG): orient the edges the data "
-                      "determine and leave the others undirected (X1 --- X2). Orientation is "
-                      "scored by SHD against the true CPDAG; directed cycles are refused."),
-            "dag": ("Give a DAG: orient every edge (X1 --> X2). Orientation is scored by SHD "
-                    "against the true DAG; directed cycles are refused."),
-        }
-        start = ("empty" if not self.guided else
-                 "as the output of the PC algorithm with the KCI test (alpha = 0.05); "
-                 "deletion_log shows why PC removed each missing edge")
-        wall = ("no wall-time limit" if self.max_seconds is None
-                else f"{self.max_seconds:g} seconds of wall time")
-        about = ("An unknown structural causal model over a directed acyclic graph generated "
-                 "them; every column is standardized and the columns are in random order, so "
-                 "names and order carry no information.")
-        if self._instance.description:
-            about = self._instance.description
-        score = ("The main score is the adjacency F1 of your graph against the true graph."
-                 if self._instance.has_ground_truth else
-                 "There is no known true graph for this table: your submitted graph is the "
-                 "result, and it is not scored.")
-        lines = [
-            "TASK: recover the causal graph behind a data table.",
-            "",
-            f"The data X has {state.n} rows and {state.d} columns named "
-            f"{', '.join(state.names)}. {about} Find which pairs of variables are joined by a "
-            f"direct causal edge. {score} " + target_rules[self.target],
-            "",
-            f"You edit a working graph, which starts {start}. Each step is one action, a JSON "
-            'object {"tool": NAME, "args": {...}}, for example',
-            '  {"tool": "ci_test", "args": {"x": "X1", "y": "X2", "given": ["X3"], '
-            '"method": "kci"}}',
-            '  {"tool": "add_edge", "args": {"x": "X1", "y": "X2"}}',
-            "Tool calls read evidence and leave the graph as it is; edits change it. Every "
-            f"action, a rejected one included, costs one step. Budget: {self.max_steps} steps "
-            f"and {wall}; when it runs out, the working graph is scored as it stands. Finish "
-            'with {"tool": "submit", "args": {}}.',
-            "",
-            "TOOLS (name(arguments) - what it does):",
-            *self._tool_lines(),
-        ]
-        return "\n".join(lines)
-
-    def _tool_lines(self) -> list[str]:
-        """The offered tools by category, one line each, for the task statement."""
-        lines = []
-        for category in CATEGORIES:
-            tools = [t for t in self._offered if t.category == category]
-            if not tools:
-                continue
-            lines.append(f"[{category}]")
-            lines += [f"  {t.signature()} - {t.summary}" for t in tools]
-        return lines
+            return self._task.statement(state.n, question_budget(self.max_steps,
+                                                                 self.max_seconds), tools)
+        return graph_task_statement(state.n, state.d, state.names, self.target, self.guided,
+                                    self.max_steps, self.max_seconds,
+                                    self._instance.description,
+                                    self._instance.has_ground_truth, tools)
 
     # ---- step --------------------------------------------------------------------------------
     def step(self, action: Any) -> StepResult:
@@ -785,16 +538,9 @@ class HeuresisEnv(gym.Env):
         return self._finish_step(0.0, False, info)
 
     def _step_text(self, action: Any, step_start: float) -> StepResult:
-
         state = self._episode
         before = state.working_graph.marks.copy()
-        parsed = None
-        try:
-            parsed = parse_action(action, self.toolbox, self.guided, self.task)
-        except ActionError as exc:
-            result = ToolResult.failure(str(exc))
-        else:
-            result = self._run_tool(parsed)
+        parsed, result = run_text_action(state, action, self.toolbox, self.guided, self.task)
         if result.error is not None:
             state.working_graph = type(state.working_graph)(state.names, before)
         self._last_text = observation_text(result.text)
@@ -809,19 +555,6 @@ class HeuresisEnv(gym.Env):
         self._record_step(action, parsed, result.error, before, step_start,
                           None if parsed is None else parsed.arguments)
         return self._finish_step(reward, result.submitted, info)
-
-    def _run_tool(self, parsed: ParsedAction) -> ToolResult:
-
-        try:
-            result = parsed.tool.run(self._episode, parsed.args)
-        except HeuresisError as exc:
-            result = ToolResult.failure(str(exc))
-        except Exception as exc:  # noqa: BLE001 - a failing tool is an observation, not a crash
-            result = ToolResult.failure(f"{parsed.tool.name} failed: {type(exc).__name__}: {exc}")
-        if not isinstance(result, ToolResult):
-            result = ToolResult.failure(f"{parsed.tool.name} returned {type(result).__name__}, "
-                                        "not a ToolResult")
-        return result
 
     def _shaped_delta(self) -> float:
         f1 = self._truth["f1_of_marks"](self._episode.working_graph.marks)[0]
@@ -843,14 +576,9 @@ class HeuresisEnv(gym.Env):
     def _finish_step(self, reward: float, submitted: bool, info: dict[str, Any]
                      ) -> StepResult:
         terminated = bool(submitted)
-        truncated = False
-        reason = None
-        if terminated:
-            reason = "submitted"
-        elif self._steps_used >= self.max_steps:
-            truncated, reason = True, "step_budget"
-        elif self.max_seconds is not None and self.elapsed_seconds >= self.max_seconds:
-            truncated, reason = True, "wall_time"
+        reason = end_reason(terminated, self._steps_used, self.max_steps, self.max_seconds,
+                            self.elapsed_seconds)
+        truncated = reason is not None and not terminated
         if reason is not None:
             final = self.end_episode(reason)
             info.update(final)
@@ -871,14 +599,7 @@ class HeuresisEnv(gym.Env):
             return dict(self._final_info or {})
         if reason not in TERMINATION_REASONS:
             raise UnknownNameError("termination reason", reason, TERMINATION_REASONS)
-        question = None
-        if self._task is None:
-            scores = self._truth["scores"](self._episode.working_graph)
-        else:
-            scores = self._task.scores(self._episode.answer)
-            question = {"question": self._task.outcome(self._episode.answer)}
-        scores = {k: (None if v is None else float(v) if isinstance(v, float | np.floating)
-                      else int(v)) for k, v in scores.items()}
+        scores, question = final_scores(self._truth, self._task, self._episode)
         self._episode_over = True
         self._final_info = {"termination_reason": reason, "submitted": reason == "submitted",
                             "scores": scores, "ground_truth": self._instance.has_ground_truth,
@@ -898,27 +619,16 @@ class HeuresisEnv(gym.Env):
         if self._rl is not None:
             return self._rl.observation(self._episode, self.max_steps - self._steps_used,
                                         self.max_steps)
-        return {
-            "text": self._last_text,
-            "working_graph": self._episode.working_graph.marks.copy(),
-            "budget_left": np.array([self.max_steps - self._steps_used], dtype=np.float32),
-            "last_error": self._last_error,
-        }
+        return text_observation(self._last_text, self._episode.working_graph.marks,
+                                self.max_steps - self._steps_used, self._last_error)
 
     # ---- traces ------------------------------------------------------------------------------
     def _open_trace(self, seed: int | None, index: int) -> None:
         if self.trace_path is None:
             return
-        header = {
-            "config": self.config(),
-            "instance": {**self._instance.key.to_dict(), "sha256": self._instance.sha256},
-            "sealed": self._instance.sealed, "seed": seed, "episode": self._episode_count,
-            "starting_graph": self._episode.working_graph.to_dict(),
-            "tools": [t.name for t in self._offered],
-            "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        }
-        if self._task is not None:  # the question asked (replay resets to it)
-            header["question"] = self._task.info()
+        header = episode_header(self.config(), self._instance, seed, self._episode_count,
+                                self._episode, self._offered,
+                                None if self._task is None else self._task.info())
         self._trace = TraceRecorder(
             self.trace_path / trace_file_name(self.family, self.split, index), header)
 
@@ -926,18 +636,9 @@ class HeuresisEnv(gym.Env):
                      before: np.ndarray, step_start: float, arguments: dict | None) -> None:
         if self._trace is None:
             return
-        diff, pairs = graph_diff(self._episode, before)
-        edit = submit = False
-        explicit: list[int] = []
-        if parsed is not None:
-            edit = parsed.tool.edits_graph
-            submit = parsed.tool.rl is not None and parsed.tool.rl.operation == "submit"
-            explicit = list(getattr(parsed.args, "evidence", []) or [])
         self._trace.record_text_step(
-            step=self._steps_used, action=action,
-            tool=None if parsed is None else parsed.tool.name, arguments=arguments,
-            error=error, output=self._last_text, diff=diff, pairs=pairs, edit=edit,
-            submit=submit, explicit_evidence=explicit,
+            step=self._steps_used, action=action, parsed=parsed, arguments=arguments,
+            error=error, output=self._last_text, state=self._episode, before=before,
             elapsed=time.perf_counter() - self._started, step_start=step_start)
 
     def _record_rl_step(self, action: Any, outcome: RLOutcome, step_start: float) -> None:
@@ -968,28 +669,14 @@ class HeuresisEnv(gym.Env):
             print(self._render_text(), flush=True)
 
     def _render_text(self) -> str:
-
-        graph = self._episode.working_graph
-        lines = [f"Heuresis {self.family}/{self.split}/{self.instance_index} - step "
-                 f"{self._steps_used} of {self.max_steps}",
-                 f"Working graph: {graph_summary(graph)}", graph.to_text()]
-        if self._last_text:
-            lines += ["", "Last output:", self._last_text]
-        if self._episode_over and self._final_info is not None:
-            scores = self._final_info["scores"]
-            lines += ["", f"Episode over ({self._final_info['termination_reason']}): " +
-                      ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
-                                for k, v in scores.items())]
-            if not self._final_info["ground_truth"]:
-                lines.append("No ground truth: the submitted graph is not scored.")
-        return "\n".join(lines) + "\n"
+        heading = (f"Heuresis {self.family}/{self.split}/{self.instance_index} - step "
+                   f"{self._steps_used} of {self.max_steps}")
+        return render_text(heading, self._episode.working_graph, self._last_text,
+                           self._final_info if self._episode_over else None)
 
     def _render_rgb(self) -> np.ndarray:
-        panels = [("working graph", self._episode.working_graph)]
-        truth = self._truth["reveal"]() if self._episode_over else None
-        if truth is not None:
-            panels.append(("true DAG", truth))
-        return draw_graphs(panels)
+        return draw_episode(self._episode.working_graph,
+                            self._truth["reveal"]() if self._episode_over else None)
 
     # ---- closing ---------------------------------------------------------------------------------
     def _close_episode_resources(self) -> None:
@@ -999,7 +686,6 @@ class HeuresisEnv(gym.Env):
                                "final_graph": self._episode.working_graph.to_dict()})
         self._trace = None
         if self._state is not None:
-
             close_sandbox(self._episode)
 
     def close(self) -> None:

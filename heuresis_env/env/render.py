@@ -1,12 +1,40 @@
-"""Drawing graphs for ``render_mode="rgb_array"``: nodes on a circle, marks at the edge ends."""
+"""Rendering an episode: as text for ``render_mode="ansi"`` and ``"human"``, and drawn for
+``"rgb_array"`` (nodes on a circle, marks at the edge ends)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
+from heuresis_env.env.toolbox.graph_tools import graph_summary
 from heuresis_env.graphs import EdgeMark, Graph
+
+
+def render_text(heading: str, graph: Graph, last_text: str,
+                final_info: Mapping[str, Any] | None) -> str:
+    """The text rendering: ``heading``, the working graph, the last output, and the scores once
+    the episode is over (``final_info``, None before)."""
+    lines = [heading, f"Working graph: {graph_summary(graph)}", graph.to_text()]
+    if last_text:
+        lines += ["", "Last output:", last_text]
+    if final_info is not None:
+        scores = final_info["scores"]
+        lines += ["", f"Episode over ({final_info['termination_reason']}): " +
+                  ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
+                            for k, v in scores.items())]
+        if not final_info["ground_truth"]:
+            lines.append("No ground truth: the submitted graph is not scored.")
+    return "\n".join(lines) + "\n"
+
+
+def draw_episode(working_graph: Graph, truth: Graph | None) -> np.ndarray:
+    """The working graph drawn, beside the true DAG once the episode is over (``truth``)."""
+    panels = [("working graph", working_graph)]
+    if truth is not None:
+        panels.append(("true DAG", truth))
+    return draw_graphs(panels)
 
 
 def draw_graphs(panels: Sequence[tuple[str, Graph]], size: float = 4.0,

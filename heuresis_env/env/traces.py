@@ -25,14 +25,21 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from heuresis_env.env.referee import PublicInstance
 from heuresis_env.env.rl_view import RLOutcome
-from heuresis_env.env.toolbox.registry import MAX_ACTION_CHARS, describe_object, plain_values
+from heuresis_env.env.toolbox.registry import (
+    MAX_ACTION_CHARS,
+    ParsedAction,
+    Tool,
+    describe_object,
+    plain_values,
+)
 from heuresis_env.env.toolbox.state import EpisodeState
 from heuresis_env.files import json_safe
 from heuresis_env.graphs import Graph
@@ -123,6 +130,25 @@ def graph_diff(state: EpisodeState, before: np.ndarray
     return diff, pairs
 
 
+def episode_header(config: dict[str, Any], instance: PublicInstance, seed: int | None,
+                   episode: int, state: EpisodeState, tools: Sequence[Tool],
+                   question: dict[str, Any] | None) -> dict[str, Any]:
+    """A trace's header: the environment's config, the instance, the seed, the episode's
+    number, its starting graph, the offered tools and (question episodes) the question
+    asked, which replay resets to."""
+    header = {
+        "config": config,
+        "instance": {**instance.key.to_dict(), "sha256": instance.sha256},
+        "sealed": instance.sealed, "seed": seed, "episode": episode,
+        "starting_graph": state.working_graph.to_dict(),
+        "tools": [t.name for t in tools],
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    if question is not None:
+        header["question"] = question
+    return header
+
+
 class TraceRecorder:
     """One episode's trace: the writer, and the linker that ties each edit to its evidence."""
 
@@ -141,12 +167,22 @@ class TraceRecorder:
     def close(self, end: dict[str, Any] | None = None) -> None:
         self.writer.close(end)
 
-    def record_text_step(self, *, step: int, action: Any, tool: str | None,
+    def record_text_step(self, *, step: int, action: Any, parsed: ParsedAction | None,
                          arguments: dict | None, error: str | None, output: str,
-                         diff: list[dict[str, Any]], pairs: list[frozenset[int]], edit: bool,
-                         submit: bool, explicit_evidence: list[int], elapsed: float,
+                         state: EpisodeState, before: np.ndarray, elapsed: float,
                          step_start: float) -> None:
-        """A text-view step: the action as sent, its outcome, and (for an edit) its evidence."""
+        """A text-view step: the action as sent (``parsed``: None when it could not be
+        parsed), its outcome, the working graph's change since ``before`` and (for an edit)
+        its evidence."""
+        diff, pairs = graph_diff(state, before)
+        tool = None
+        edit = submit = False
+        explicit_evidence: list[int] = []
+        if parsed is not None:
+            tool = parsed.tool.name
+            edit = parsed.tool.edits_graph
+            submit = parsed.tool.rl is not None and parsed.tool.rl.operation == "submit"
+            explicit_evidence = list(getattr(parsed.args, "evidence", []) or [])
         stored, complete = serializable_action(action)
         record: dict[str, Any] = {
             "type": "step", "step": step, "action": stored, "action_complete": complete,

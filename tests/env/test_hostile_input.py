@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from heuresis_env.env import core
-from heuresis_env.env.core import HeuresisEnv, observation_text
+from heuresis_env.env.core import HeuresisEnv
+from heuresis_env.env.text_view import observation_text
 from heuresis_env.errors import HeuresisError
 from heuresis_env.generation.instances import TEST_SALT_ENV
 from heuresis_env.registration import env_id, register_envs

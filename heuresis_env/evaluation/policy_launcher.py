@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from heuresis_env.env.sandbox import child as sandbox_child
+from heuresis_env.env.sandbox import linux
 
 #: the launcher's command: import the package (the policy process's module), then serve
 LAUNCHER_ENTRY = ("import sys\n"
@@ -259,7 +259,7 @@ def serve_launches(fd: int, child_main: Callable[[int, int, Any], None]) -> None
     when the runner's end of the socket closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner handles Ctrl-C and closes us
     if sys.platform.startswith("linux"):
-        sandbox_child.prctl(sandbox_child.PR_SET_DUMPABLE, 0)
+        linux.prctl(linux.PR_SET_DUMPABLE, 0)
     launcher_pid = os.getpid()
     connection = socket.socket(fileno=fd)
     children: set[int] = set()
@@ -298,7 +298,7 @@ def serve_launches(fd: int, child_main: Callable[[int, int, Any], None]) -> None
                 reply = {"status": status}
             elif op == "status":
                 reply = {"pid": launcher_pid, "children": sorted(children), "dumpable": (
-                    sandbox_child.prctl(_PR_GET_DUMPABLE)
+                    linux.prctl(_PR_GET_DUMPABLE)
                     if sys.platform.startswith("linux") else None)}
             else:
                 _close_all(fds)
@@ -349,10 +349,10 @@ def _become_policy_process(launcher_pid: int, fd_in: int, fd_out: int,
     os.setsid()
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     if sys.platform.startswith("linux"):
-        sandbox_child.prctl(sandbox_child.PR_SET_PDEATHSIG, signal.SIGKILL)
+        linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != launcher_pid:  # the launcher died before the line above
             return 70
-        sandbox_child.prctl(sandbox_child.PR_SET_DUMPABLE, 1)
+        linux.prctl(linux.PR_SET_DUMPABLE, 1)
     np.random.seed()  # a fresh interpreter's NumPy global generator, not the launcher's copy
     os.chdir(str(request["cwd"]))
     try:

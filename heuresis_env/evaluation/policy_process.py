@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from heuresis_env.cache import cache_root
-from heuresis_env.env.sandbox import child as sandbox_child
+from heuresis_env.env.sandbox import linux
 from heuresis_env.env.sandbox.isolation import detect_isolation
 from heuresis_env.env.toolbox.registry import describe_object
 from heuresis_env.errors import HeuresisError
@@ -264,13 +264,13 @@ def _hold_non_dumpable(acquire: bool) -> None:
     with _DUMPABLE_LOCK:
         if acquire:
             if _DUMPABLE_USERS[0] == 0:
-                _DUMPABLE_USERS[1] = sandbox_child.prctl(_PR_GET_DUMPABLE)
-                sandbox_child.prctl(_PR_SET_DUMPABLE, 0)
+                _DUMPABLE_USERS[1] = linux.prctl(_PR_GET_DUMPABLE)
+                linux.prctl(_PR_SET_DUMPABLE, 0)
             _DUMPABLE_USERS[0] += 1
         else:
             _DUMPABLE_USERS[0] = max(0, _DUMPABLE_USERS[0] - 1)
             if _DUMPABLE_USERS[0] == 0 and _DUMPABLE_USERS[1] == 1:
-                sandbox_child.prctl(_PR_SET_DUMPABLE, 1)
+                linux.prctl(_PR_SET_DUMPABLE, 1)
 
 
 class PolicyProcess:
@@ -554,13 +554,13 @@ def _confine(config: Mapping[str, Any]) -> None:
     fork): new user (unless root), PID and mount namespaces; a fresh /proc; the hidden paths
     covered; capabilities dropped; no_new_privs; the prctl filter. The forked child is PID 1
     and goes on; this process waits for it and exits with its status."""
-    lib = sandbox_child.libc()
+    lib = linux.libc()
     privilege = config["privilege"]
-    flags = sandbox_child.CLONE_NEWPID | sandbox_child.CLONE_NEWNS
+    flags = linux.CLONE_NEWPID | linux.CLONE_NEWNS
     uid, gid = os.getuid(), os.getgid()
     if privilege == "capabilities":
-        flags |= sandbox_child.CLONE_NEWUSER
-    sandbox_child.check(lib.unshare(flags), "unshare(pid, mount namespaces)")
+        flags |= linux.CLONE_NEWUSER
+    linux.check(lib.unshare(flags), "unshare(pid, mount namespaces)")
     if privilege == "capabilities":
         for path, text in (("/proc/self/setgroups", "deny"), ("/proc/self/uid_map",
                                                                f"{uid} {uid} 1"),
@@ -575,25 +575,25 @@ def _confine(config: Mapping[str, Any]) -> None:
             signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
             os.kill(os.getpid(), os.WTERMSIG(status))
         os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
-    sandbox_child.prctl(sandbox_child.PR_SET_PDEATHSIG, signal.SIGKILL)
-    sandbox_child.mount(None, "/", None, sandbox_child.MS_REC | sandbox_child.MS_PRIVATE)
-    sandbox_child.mount("proc", "/proc", "proc", sandbox_child.MS_NOSUID | sandbox_child.MS_NODEV
-                        | sandbox_child.MS_NOEXEC)
+    linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
+    linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
+    linux.mount("proc", "/proc", "proc", linux.MS_NOSUID | linux.MS_NODEV
+                | linux.MS_NOEXEC)
     for path in config["hidden"]:
         if os.path.isdir(path):
-            sandbox_child.mount("tmpfs", path, "tmpfs", sandbox_child.MS_RDONLY
-                                | sandbox_child.MS_NOSUID | sandbox_child.MS_NODEV
-                                | sandbox_child.MS_NOEXEC, "size=4k,mode=0555")
+            linux.mount("tmpfs", path, "tmpfs", linux.MS_RDONLY
+                        | linux.MS_NOSUID | linux.MS_NODEV
+                        | linux.MS_NOEXEC, "size=4k,mode=0555")
         elif os.path.exists(path):  # a file (a data table's true graph): /dev/null over it
-            sandbox_child.mount("/dev/null", path, None, sandbox_child.MS_BIND)
-            sandbox_child.mount(None, path, None, sandbox_child.MS_REMOUNT
-                                | sandbox_child.MS_BIND | sandbox_child.MS_RDONLY)
+            linux.mount("/dev/null", path, None, linux.MS_BIND)
+            linux.mount(None, path, None, linux.MS_REMOUNT
+                        | linux.MS_BIND | linux.MS_RDONLY)
     os.chdir(config["cwd"])  # resolve the working folder again, under the new mounts
-    sandbox_child.drop_capabilities()  # root keeps its uid, but no capability, for good
-    sandbox_child.check(sandbox_child.prctl(sandbox_child.PR_SET_NO_NEW_PRIVS, 1),
-                        "prctl(PR_SET_NO_NEW_PRIVS)")
-    sandbox_child.install_seccomp_filter(("ptrace", "process_vm_readv", "process_vm_writev"),
-                                         namespaces=False)
+    linux.drop_capabilities()  # root keeps its uid, but no capability, for good
+    linux.check(linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1),
+                "prctl(PR_SET_NO_NEW_PRIVS)")
+    linux.install_seccomp_filter(("ptrace", "process_vm_readv", "process_vm_writev"),
+                                 namespaces=False)
 
 
 def _drop_root_capabilities() -> None:
@@ -601,8 +601,8 @@ def _drop_root_capabilities() -> None:
     read the runner's memory, non-dumpable or not)."""
     if os.geteuid() == 0 and sys.platform.startswith("linux"):
         try:
-            sandbox_child.drop_capabilities()
-        except sandbox_child.SetupError:
+            linux.drop_capabilities()
+        except linux.SetupError:
             pass
 
 
@@ -693,7 +693,7 @@ def child_main(fd_in: int, fd_out: int, confine: Mapping[str, Any] | None) -> No
     if confine:
         try:
             _confine(confine)
-        except (OSError, sandbox_child.SetupError, ctypes.ArgumentError) as exc:
+        except (OSError, linux.SetupError, ctypes.ArgumentError) as exc:
             write_frame(fd_out, encode_reply({"error": {
                 "type": "PolicyConfinementError", "traceback": "", "bad_input": True,
                 "message": f"the policy process could not be confined in namespaces ({exc}); "
@@ -701,7 +701,7 @@ def child_main(fd_in: int, fd_out: int, confine: Mapping[str, Any] | None) -> No
                            "run policies in a plain process"}}))
             os._exit(70)
     elif sys.platform.startswith("linux"):
-        sandbox_child.prctl(sandbox_child.PR_SET_PDEATHSIG, signal.SIGKILL)
+        linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
         _drop_root_capabilities()
     serve(fd_in, fd_out)
 

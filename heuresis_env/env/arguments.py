@@ -15,12 +15,7 @@ from heuresis_env.env.toolbox.state import TARGETS
 from heuresis_env.errors import HeuresisError, UnknownNameError
 from heuresis_env.generation.datasets import dataset_instance, register_instance
 from heuresis_env.generation.families import available_families
-from heuresis_env.generation.instances import (
-    Instance,
-    available_sources,
-    get_source,
-    split_size,
-)
+from heuresis_env.generation.instances import Instance, available_sources, get_source, split_size
 from heuresis_env.questions import NAME_MODES
 from heuresis_env.registration import TASKS
 
@@ -94,10 +89,11 @@ def _check_task(task: str, name_mode: str, interface: str, reward: str, toolbox:
 
 
 def check_int(name: str, value: Any, low: int) -> int:
+    """``value`` as an int if it is an integer ≥ ``low`` (a bool is not); else an error naming
+    ``name``."""
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
         raise HeuresisError(f"{name} must be an integer ≥ {low}, got {value!r}")
     return int(value)
-
 
 
 def register_table(family: str | None, data: Any, names: Sequence[str] | None,

@@ -485,7 +485,6 @@ class HeuresisEnv(gym.Env):
     def task_statement(self) -> str:
         """The first observation's text: the task, the rules, and the tools."""
         self._require_reset()
-
         state = self._episode
         tools = tool_lines(self._offered)
         if self._task is not None:

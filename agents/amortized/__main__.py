@@ -31,8 +31,8 @@ from heuresis_env.generation import (
     default_count,
     expand_families,
     get_source,
-    resolve_salt,
 )
+from heuresis_env.generation.salts import sealing_salt
 
 
 def _say(message: str) -> None:
@@ -193,7 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         Path(__file__).resolve().parents[1] / "data" / "amortized")
     families = [name for part in args.families.split(",") if part
                 for name in ([part] if get_source(part) is not None else expand_families(part))]
-    salt = resolve_salt(args.split)
+    salt = sealing_salt(args.split)
     scores = []
     for family in families:  # one family at a time: families may differ in d
         d, n = ((args.d, args.n) if family in BENCHMARK_FAMILIES

@@ -14,7 +14,6 @@ short by a crash and is ignored).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -34,6 +33,7 @@ from heuresis_env.generation.instances import (
     cached_instance,
     get_source,
 )
+from heuresis_env.generation.salts import digest_matches, salt_digest
 from heuresis_env.seeding import text_seed
 
 #: version of the run directory format written here (2: result lines carry their config's
@@ -139,11 +139,6 @@ def check_result_digests(config: Mapping[str, Any], digests: list[tuple[str, Any
             f"{what}, not the digest of its config.json ({config_digest(config)[:12]}…). "
             "Its results cannot be attributed to one policy and settings; move the foreign "
             "lines out, or start over with another --out")
-
-
-def salt_digest(salt: str | None) -> str | None:
-    """SHA-256 of a test salt (the config records the digest, never the salt)."""
-    return None if not salt else hashlib.sha256(salt.encode()).hexdigest()
 
 
 # ---- reading ------------------------------------------------------------------------------------
@@ -450,8 +445,8 @@ def run_salt(run: RunDirectory) -> str | None:
     if not salt:
         raise HeuresisError(f"{run.path} ran on a sealed test split; set ${TEST_SALT_ENV} to its "
                             "salt so the report can regenerate the instances")
-    if salt_digest(salt) != digest:
-        raise HeuresisError(f"${TEST_SALT_ENV} is not the salt {run.path} ran with (its SHA-256 "
+    if not digest_matches(salt, digest):
+        raise HeuresisError(f"${TEST_SALT_ENV} is not the salt {run.path} ran with (its digest "
                             "differs from the config's salt_digest)")
     return salt
 

@@ -71,9 +71,9 @@ from heuresis_env.generation.instances import (
     InstanceKey,
     available_sources,
     get_source,
-    resolve_salt,
     split_size,
 )
+from heuresis_env.generation.salts import sealing_salt
 from heuresis_env.policy import EpisodeSettings
 from heuresis_env.progress import progress_bar
 from heuresis_env.questions import NAME_MODES, question_set
@@ -348,7 +348,7 @@ def _prepare(policy_spec: str, families: str | Iterable[str] = "all", split: str
         raise UnknownNameError("task", task, TASKS)
     if name_mode not in NAME_MODES:
         raise UnknownNameError("name mode", name_mode, NAME_MODES)
-    salt = resolve_salt(split, salt)
+    salt = sealing_salt(split, salt)
     _check_environment(settings, split, chosen[0], d, n, task, name_mode)
     check_policy_name(policy_spec)
     reference = policy_spec in registered_references()

@@ -20,14 +20,27 @@ from typing import Any, Generic, TypeVar
 
 from filelock import FileLock
 
+from heuresis_env.errors import HeuresisError
+
 V = TypeVar("V")
 
 
 def cache_root() -> Path:
-    """The cache directory (created on first use)."""
-    root = Path(os.environ.get("HEURESIS_CACHE_DIR", Path.home() / ".cache" / "heuresis"))
-    root.mkdir(parents=True, exist_ok=True)
-    return root
+    """The cache directory (created on first use), as an absolute path. ``$HEURESIS_CACHE_DIR``
+    must name a folder of its own: the file system's root, the working folder and the home
+    folder are refused (the policies' caches live beside it, and policy processes have it
+    hidden from them)."""
+    given = os.environ.get("HEURESIS_CACHE_DIR")
+    root = Path(given if given else Path.home() / ".cache" / "heuresis").expanduser()
+    resolved = Path(os.path.abspath(root))
+    refused = {Path(resolved.anchor): "the file system's root", Path.cwd(): "the working folder",
+               Path.home(): "the home folder"}
+    for path, what in refused.items():
+        if resolved == path:
+            raise HeuresisError(f"HEURESIS_CACHE_DIR={given!r} names {what}; point it at a "
+                                "folder of its own, e.g. ~/.cache/heuresis")
+    resolved.mkdir(parents=True, exist_ok=True)
+    return resolved
 
 
 def cache_disabled() -> bool:

@@ -81,6 +81,8 @@ class RunSpec:
     reference: bool = False
     #: how the policy process is isolated: "namespaces" or "process" (see policy_process)
     policy_isolation: str = "process"
+    #: a confined policy keeps the host's network (declared to need an API endpoint)
+    policy_network: bool = False
     #: folders and files the policy process must not see besides the cache (the run
     #: directory, a data table's graph file)
     hidden_paths: tuple[str, ...] = ()
@@ -217,7 +219,7 @@ class EpisodeRunner:
                 self.policy = PolicyProxy(
                     spec.policy, spec.policy_options, isolation=spec.policy_isolation,
                     hidden_paths=[str(cache_root()), *spec.hidden_paths, self._work_dir],
-                    salt=spec.salt)
+                    salt=spec.salt, network=spec.policy_network)
             if self.policy.interface not in ("text", "rl"):
                 raise HeuresisError(f"policy {spec.policy!r} has interface "
                                     f"{self.policy.interface!r}; expected 'text' or 'rl'")

@@ -18,6 +18,7 @@ workers once and passes them from one run's policy to the next.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
@@ -181,7 +182,7 @@ def evaluate(policy_spec: str, families: str | Iterable[str] = "all", split: str
              salt: str | None = None, progress: bool = True, address: str | None = None,
              task: str = "graph", name_mode: str = "anonymous",
              datasets: Iterable[Mapping[str, Any]] = (),
-             policy_isolation: str = "auto") -> RunSummary:
+             policy_isolation: str = "auto", policy_network: bool = False) -> RunSummary:
     """Run ``policy_spec`` on ``count`` instances of each family × ``repeats`` into ``out_dir``.
 
     Finished episodes already in ``out_dir`` are skipped (resume); a different config there is
@@ -199,7 +200,11 @@ def evaluate(policy_spec: str, families: str | Iterable[str] = "all", split: str
 
     The policy runs in its own process (:mod:`heuresis_env.evaluation.policy_process`),
     confined in namespaces where the machine allows (``policy_isolation="auto"``;
-    ``"namespaces"`` insists, ``"process"`` settles for a plain process); a registered
+    ``"namespaces"`` insists, ``"process"`` settles for a plain process, whose whole process
+    tree still ends with it; ``auto`` on a machine without namespaces refuses a policy that is
+    not registered, ``module:attr``, unless ``"process"`` is asked for). A confined policy has
+    no network but loopback unless ``policy_network`` (or it is a registered API policy, or it
+    names an endpoint, ``base_url``, among its options); a registered
     reference that needs the truth (``heuresis.references``) runs on the referee's side and
     its run is marked as a reference.
 
@@ -210,14 +215,15 @@ def evaluate(policy_spec: str, families: str | Iterable[str] = "all", split: str
         "settings": settings, "repeats": repeats, "out_dir": out_dir,
         "policy_options": policy_options, "force": force, "d": d, "n": n, "salt": salt,
         "task": task, "name_mode": name_mode, "datasets": datasets,
-        "policy_isolation": policy_isolation}], workers=workers, backend=backend,
+        "policy_isolation": policy_isolation, "policy_network": policy_network}],
+        workers=workers, backend=backend,
         address=address, progress=progress)[0]
 
 
 #: the arguments of :func:`evaluate` that describe one run (the others describe the job)
 RUN_ARGUMENTS = ("policy_spec", "families", "split", "count", "settings", "repeats", "out_dir",
                  "policy_options", "force", "d", "n", "salt", "task", "name_mode", "datasets",
-                 "policy_isolation")
+                 "policy_isolation", "policy_network")
 
 
 def evaluate_many(runs: Sequence[Mapping[str, Any]], workers: int = 1, backend: str = "local",
@@ -329,7 +335,7 @@ def _prepare(policy_spec: str, families: str | Iterable[str] = "all", split: str
              d: int | None = None, n: int | None = None, salt: str | None = None,
              task: str = "graph", name_mode: str = "anonymous",
              datasets: Iterable[Mapping[str, Any]] = (),
-             policy_isolation: str = "auto") -> _PreparedRun:
+             policy_isolation: str = "auto", policy_network: bool = False) -> _PreparedRun:
     """Check one run's arguments and build its spec, episodes and config (writes nothing)."""
     if split not in SPLIT_SIZES:
         raise UnknownNameError("split", split, SPLIT_SIZES)
@@ -357,12 +363,12 @@ def _prepare(policy_spec: str, families: str | Iterable[str] = "all", split: str
         check_policy_options(policy_spec, factory, policy_options)
         isolation = "process"
     else:  # a policy is imported, checked and built only in its own process
-        isolation = _resolve_policy_isolation(policy_isolation, out_dir)
+        isolation = _resolve_policy_isolation(policy_isolation, out_dir, policy_spec)
     table_details = tuple(dict(t.details) for t in tables)
     spec = RunSpec(policy=policy_spec, policy_options=policy_options, settings=settings,
                    d=d, n=n, salt=salt, task=task, name_mode=name_mode,
                    datasets=table_details, reference=reference,
-                   policy_isolation=isolation,
+                   policy_isolation=isolation, policy_network=bool(policy_network),
                    hidden_paths=(os.path.realpath(os.fspath(out_dir)),
                                  *(os.path.realpath(t["graph"]) for t in table_details
                                    if t.get("graph"))))
@@ -437,9 +443,12 @@ def _question_tasks(families: Sequence[str], split: str, count: int | None, repe
     return tasks, keys, fields
 
 
-def _resolve_policy_isolation(requested: str, out_dir: str | os.PathLike) -> str:
-    """The policy process's isolation: ``auto`` picks namespaces where available. Confined,
-    the process cannot see the run directory, so it must not be its working folder."""
+def _resolve_policy_isolation(requested: str, out_dir: str | os.PathLike,
+                              policy_spec: str = "") -> str:
+    """The policy process's isolation: ``auto`` picks namespaces where available, and where
+    not says so, and refuses a policy that is not registered (``module:attr``: untrusted code)
+    unless ``process`` is asked for by name. Confined, the process cannot see the run
+    directory, so it must not be its working folder."""
     if requested not in ("auto", *ISOLATION_LEVELS):
         raise UnknownNameError("policy isolation", requested, ("auto", *ISOLATION_LEVELS))
     missing = confinement_available()
@@ -448,6 +457,15 @@ def _resolve_policy_isolation(requested: str, out_dir: str | os.PathLike) -> str
                             f"(it lacks {missing}); pass policy_isolation='process' "
                             "(--policy-isolation process) to run policies in a plain process")
     isolation = requested if requested != "auto" else ("process" if missing else "namespaces")
+    if requested == "auto" and missing:
+        if policy_spec not in registered_policies():
+            raise HeuresisError(
+                f"policies cannot be confined on this machine (it lacks {missing}), and "
+                f"{policy_spec!r} is not a registered policy: its code would run unconfined "
+                "beside the run. Pass --policy-isolation process (policy_isolation='process') "
+                "to accept that, or run where namespaces are available (heuresis doctor)")
+        print(f"heuresis: policies run unconfined in a plain process here (namespaces "
+              f"unavailable: {missing})", file=sys.stderr)
     if isolation == "namespaces":
         _refuse_working_folder_inside(out_dir)
     return isolation

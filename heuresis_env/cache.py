@@ -1,5 +1,7 @@
-"""On-disk caches shared across processes: a key-value store of pickled results and an
-append-only JSON-lines store of small records (CI test results).
+"""On-disk caches shared across processes: a key-value store of results in a data-only format
+(:mod:`heuresis_env.safe_data`: JSON and NumPy arrays, never pickle, so a planted entry cannot
+run code in the process that reads it) and an append-only JSON-lines store of small records
+(CI test results).
 
 The root is ``$HEURESIS_CACHE_DIR`` or ``~/.cache/heuresis``. Writes are atomic (temporary
 file + rename, or one ``write`` of a whole line under a file lock), so a killed process never
@@ -11,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import pickle
 import tempfile
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
@@ -20,6 +21,7 @@ from typing import Any, Generic, TypeVar
 
 from filelock import FileLock
 
+from heuresis_env import safe_data
 from heuresis_env.errors import HeuresisError
 
 V = TypeVar("V")
@@ -110,37 +112,44 @@ class MemoCache(Generic[V]):
 
 
 class ResultCache:
-    """Pickled values under ``<root>/<namespace>/<key[:2]>/<key>.pkl``."""
+    """Values under ``<root>/<namespace>/<key[:2]>/<key>.npz`` (:mod:`heuresis_env.safe_data`);
+    a value that format cannot hold is computed again each time, never stored. Each policy
+    process has its own root (``…-policies/<policy>``)."""
 
     def __init__(self, namespace: str, root: Path | None = None):
         self.directory = (root or cache_root()) / namespace
         self.directory.mkdir(parents=True, exist_ok=True)
 
     def _path(self, key: str) -> Path:
-        return self.directory / key[:2] / f"{key}.pkl"
+        return self.directory / key[:2] / f"{key}.npz"
 
     def get(self, key: str, default: Any = None) -> Any:
         if cache_disabled():
             return default
         path = self._path(key)
         try:
-            with open(path, "rb") as f:
-                return pickle.load(f)
-        except FileNotFoundError:
+            payload = path.read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
             return default
-        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError):
-            path.unlink(missing_ok=True)  # stale or corrupt entry: recompute
+        try:
+            return safe_data.loads(payload)
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
+            path.unlink(missing_ok=True)  # stale, corrupt or foreign entry: recompute
             return default
 
     def set(self, key: str, value: Any) -> None:
         if cache_disabled():
             return
+        try:
+            payload = safe_data.dumps(value)
+        except safe_data.UnsupportedValue:
+            return  # not data this format holds: computed again next time
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:
-                pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
+                f.write(payload)
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

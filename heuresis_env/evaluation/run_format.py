@@ -46,7 +46,7 @@ TRACES_DIR = "traces"
 TRANSCRIPTS_DIR = "transcripts"
 LOCK_NAME = ".evaluate.lock"
 #: config fields that may differ between a run and its resumption
-IGNORED_CONFIG_FIELDS = frozenset({"created"})
+IGNORED_CONFIG_FIELDS = frozenset({"created", "config_seal"})
 #: policy options that say how to reach a model — an address, a port, a credential — not what
 #: the policy is: they may change between a run and its resumption (a loopback server's random
 #: port) and are no part of the config's identity (its digest, the resume check, arm labels)
@@ -451,17 +451,19 @@ def run_salt(run: RunDirectory) -> str | None:
     return salt
 
 
-def regenerate_instance(run: RunDirectory, instance: InstanceId, expected_sha256: str
-                        ) -> Instance:
+def regenerate_instance(run: RunDirectory, instance: InstanceId, expected_sha256: str,
+                        salt: str | None = None) -> Instance:
     """The instance an episode ran on, regenerated from the config's key and checked against
-    the recorded data hash."""
+    the recorded data hash (a sealed run: with ``salt``, else ``$HEURESIS_TEST_SALT``)."""
     for details in run.config.get("datasets") or ():  # CSV tables the run played
         if details.get("name") == instance[0]:
             source = get_source(instance[0])
             if source is None or source.details.get("sha256") != details.get("sha256"):
                 register_from_details(details)
     key = InstanceKey.from_dict(run.instance_key(instance))
-    generated = cached_instance(key, salt=run_salt(run))
+    if salt is None or not digest_matches(salt, run.config.get("salt_digest") or ""):
+        salt = run_salt(run)
+    generated = cached_instance(key, salt=salt)
     if generated.sha256 != expected_sha256:
         raise HeuresisError(
             f"instance {key} regenerates with data hash {generated.sha256[:16]}…, but "

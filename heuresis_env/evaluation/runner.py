@@ -38,6 +38,7 @@ from heuresis_env.evaluation.episode import (
     environment_kwargs,
     worker_name,
 )
+from heuresis_env.evaluation.integrity import verify_run
 from heuresis_env.evaluation.local_backend import run_local_processes
 from heuresis_env.evaluation.policies import (
     check_policy_name,
@@ -55,6 +56,7 @@ from heuresis_env.evaluation.ray_backend import run_with_ray
 from heuresis_env.evaluation.run_format import (
     episode_id,
     episode_seed,
+    load_run,
     question_episode_id,
 )
 from heuresis_env.evaluation.run_store import RunStore, build_config
@@ -271,6 +273,8 @@ def evaluate_many(runs: Sequence[Mapping[str, Any]], workers: int = 1, backend: 
         for run in prepared:
             run.accepted = run.store.prepare(run.config, force=run.force)
             done = run.store.finished_ids()
+            if done:  # resuming: what is there is checked, never trusted (issue 30)
+                verify_run(load_run(run.out_dir), salt=run.spec.salt)
             run.pending = [task for task in run.tasks if task.episode_id not in done]
             if not run.pending:
                 run.store.commit()  # a forced config with nothing left to run
@@ -395,7 +399,9 @@ def _prepare(policy_spec: str, families: str | Iterable[str] = "all", split: str
                           datasets=table_details, reference=reference,
                           policy_isolation="referee" if reference else isolation)
     config.update(question_fields)
-    return _PreparedRun(spec=spec, store=RunStore(out_dir), out_dir=out_dir, config=config,
+    store = RunStore(out_dir)
+    store.salt = salt  # a sealed run: its config and result lines carry an HMAC
+    return _PreparedRun(spec=spec, store=store, out_dir=out_dir, config=config,
                         tasks=tasks, families=chosen, split=split, task=task, force=force)
 
 

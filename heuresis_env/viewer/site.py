@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from heuresis_env.errors import HeuresisError
+from heuresis_env.evaluation.integrity import verify_run
 from heuresis_env.evaluation.run_format import (
     EpisodeRecord,
     RunDirectory,
@@ -571,13 +572,16 @@ def build_site(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLike
         raise HeuresisError(f"workers must be at least 1, got {workers!r}")
     paths = [Path(p) for p in run_dirs]
     runs = [load_run(p) for p in paths]
+    unchecked: list[str] = []
+    for run in runs:  # scores are re-scored and seals checked, never trusted (issue 30)
+        verify_run(run, warn=unchecked.append)
     names = run_names(paths)
     out = Path(out_dir)
     _prepare(out)
     for name in STATIC_FILES:
         shutil.copyfile(STATIC_DIR / name, out / "static" / name)
 
-    warnings = [w for run in runs for w in run.warnings]
+    warnings = [w for run in runs for w in run.warnings] + unchecked
     bca = bca_means(runs)
     items = [(run_number, episode, _delta(run, episode, bca))
              for run_number, run in enumerate(runs)

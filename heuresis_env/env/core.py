@@ -7,7 +7,6 @@ when an environment is built or reset.
 from __future__ import annotations
 
 import copy
-import hashlib
 import inspect
 import os
 import re
@@ -59,6 +58,7 @@ from heuresis_env.generation.instances import (
     resolve_salt,
     split_size,
 )
+from heuresis_env.generation.salts import salt_digest
 from heuresis_env.graphs import Graph
 from heuresis_env.questions import NAME_MODES
 from heuresis_env.registration import TASKS
@@ -146,12 +146,12 @@ def _check_task(task: str, name_mode: str, interface: str, reward: str, toolbox:
 
 #: what ``env.spec.kwargs["salt"]`` holds instead of a test salt: this prefix and the salt's
 #: SHA-256, so that a spec can be printed, saved and shared without the secret
-SEALED_SALT_PREFIX = "sealed-test-salt-sha256:"
+SEALED_SALT_PREFIX = "sealed-test-salt-scrypt:"
 
 
 def sealed_salt_marker(salt: str) -> str:
-    """The stand-in for ``salt`` in a spec (the salt's digest, never the salt)."""
-    return SEALED_SALT_PREFIX + hashlib.sha256(salt.encode()).hexdigest()
+    """The stand-in for ``salt`` in a spec (its slow keyed digest, never the salt)."""
+    return SEALED_SALT_PREFIX + str(salt_digest(salt)).rsplit("$", 1)[-1]
 
 
 def _resolve_env_salt(split: str, salt: Any) -> str | None:
@@ -165,7 +165,7 @@ def _resolve_env_salt(split: str, salt: Any) -> str | None:
         if not secret or sealed_salt_marker(secret) != salt:
             raise HeuresisError(
                 "this environment's spec stands for a sealed test split; set "
-                f"${TEST_SALT_ENV} to the salt it was made with (its SHA-256 is "
+                f"${TEST_SALT_ENV} to the salt it was made with (its digest is "
                 f"{salt[len(SEALED_SALT_PREFIX):][:16]}…) or pass salt=...")
         salt = secret
     return resolve_salt(split, salt or None)

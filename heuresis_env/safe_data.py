@@ -150,7 +150,10 @@ def _decode(node: Any, arrays: Any) -> Any:  # noqa: PLR0911 - one branch per ki
         return obj
     if "__object__" in node:
         cls = _resolve(node["__object__"])
-        return cls.from_dict(_decode(node["dict"], arrays))
+        from_dict = getattr(cls, "from_dict", None)
+        if not callable(from_dict):
+            raise ValueError(f"{node['__object__']} has no from_dict")
+        return from_dict(_decode(node["dict"], arrays))
     return {k: _decode(v, arrays) for k, v in node.items()}
 
 
@@ -161,7 +164,9 @@ def dumps(value: Any) -> bytes:
     tree = json.dumps({"format": FORMAT, "value": encoder.encode(value)}, allow_nan=False,
                       separators=(",", ":"))
     buffer = io.BytesIO()
-    np.savez(buffer, **{_TREE: np.frombuffer(tree.encode(), dtype=np.uint8)}, **encoder.arrays)
+    arrays: dict[str, Any] = {_TREE: np.frombuffer(tree.encode(), dtype=np.uint8),
+                              **encoder.arrays}
+    np.savez(buffer, **arrays)
     return buffer.getvalue()
 
 

@@ -68,7 +68,6 @@ if TYPE_CHECKING:
         load_run,
         question_episode_id,
         run_salt,
-        salt_digest,
     )
     from heuresis_env.evaluation.run_store import (
         RunStore,
@@ -79,6 +78,7 @@ if TYPE_CHECKING:
     )
     from heuresis_env.evaluation.runner import evaluate, evaluate_many
     from heuresis_env.evaluation.summary import FamilySummary, RunSummary
+    from heuresis_env.generation.salts import salt_digest
     from heuresis_env.policy import EpisodeSettings
 
 

@@ -292,7 +292,7 @@ def supervise(run_policy: Any) -> None:
         sandbox_child.prctl(sandbox_child.PR_SET_PDEATHSIG, signal.SIGKILL)
         run_policy()
         os._exit(0)
-    ended = {"status": None}
+    ended: dict[str, int | None] = {"status": None}
 
     def stop(signum: int, frame: Any) -> None:  # noqa: ARG001 - signal handler
         kill_descendants()

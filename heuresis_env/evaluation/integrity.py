@@ -65,7 +65,7 @@ def seal_config(config: Mapping[str, Any], salt: str) -> dict[str, Any]:
 def check_seals(run: RunDirectory, salt: str) -> None:
     """Refuse a sealed run whose ``config.json`` or result lines are not sealed by ``salt``
     (naming the first episode that fails)."""
-    if not seal_matches(salt, run.config.get(CONFIG_SEAL_FIELD),
+    if not seal_matches(salt, str(run.config.get(CONFIG_SEAL_FIELD) or ""),
                         _canonical(run.config, CONFIG_SEAL_FIELD)):
         raise TamperedRunError(f"{run.path}: config.json's seal does not match (the config was "
                                "changed after the run wrote it, or written without its salt); "
@@ -116,7 +116,7 @@ def rescore_run(run: RunDirectory, warn: Callable[[str], None] | None = None,
             instance = regenerate_instance(run, episode.instance, episode.instance_sha256, salt)
             if instance.record.dag is None:
                 continue
-            final = Graph.from_dict(episode.final_graph)
+            final = Graph.from_dict(dict(episode.final_graph))
             expected = score_graph(final, instance.record.dag, instance.record.cpdag)
         except (HeuresisError, GraphError, TypeError, ValueError, KeyError,
                 AttributeError) as exc:
@@ -149,6 +149,8 @@ def verify_run(run: RunDirectory, salt: str | None = None,
                 salt = run_salt(run)
             except HeuresisError:
                 return 0  # the truth is not available here: nothing can be checked
+        if salt is None:
+            return 0
         check_seals(run, salt)
     return rescore_run(run, warn, salt)
 

@@ -33,7 +33,7 @@ from heuresis_env.generation.instances import (
     cached_instance,
     get_source,
 )
-from heuresis_env.generation.salts import digest_matches, salt_digest
+from heuresis_env.generation.salts import digest_matches
 from heuresis_env.seeding import text_seed
 
 #: version of the run directory format written here (2: result lines carry their config's

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from heuresis_env.errors import HeuresisError, RunFormatError
+from heuresis_env.evaluation.integrity import seal_config, seal_record
 from heuresis_env.evaluation.run_format import (
     CONFIG_NAME,
     IGNORED_CONFIG_FIELDS,
@@ -35,15 +36,14 @@ from heuresis_env.evaluation.run_format import (
     config_digest,
     connection_option,
     episode_file_stem,
-    salt_digest,
 )
-from heuresis_env.evaluation.integrity import seal_config, seal_record
 from heuresis_env.files import (
     atomic_write_bytes,
     json_compact,
     json_line,
     output_directory,
 )
+from heuresis_env.generation.salts import salt_digest
 from heuresis_env.version import __version__
 
 #: distributions whose versions a config records (those installed)

@@ -31,8 +31,8 @@ from heuresis_env.generation import (
     default_count,
     expand_families,
     get_source,
+    sealing_salt,
 )
-from heuresis_env.generation.salts import sealing_salt
 
 
 def _say(message: str) -> None:

@@ -45,7 +45,7 @@ from heuresis_env.evaluation import (
     worker_name,
 )
 from heuresis_env.files import json_compact
-from heuresis_env.generation.salts import sealing_salt
+from heuresis_env.generation import sealing_salt
 from heuresis_env.graphs import Graph
 from heuresis_env.policy import EpisodeSettings
 

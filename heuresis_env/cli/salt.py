@@ -5,6 +5,15 @@ from __future__ import annotations
 import argparse
 import os
 
+from heuresis_env.errors import HeuresisError
+from heuresis_env.generation.salts import (
+    HOW_TO_MAKE_ONE,
+    TEST_SALT_ENV,
+    check_salt,
+    new_salt,
+    salt_bits,
+)
+
 HELP = "print a fresh secret salt for sealing the test split (--check: check $HEURESIS_TEST_SALT)"
 
 
@@ -14,15 +23,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from heuresis_env.errors import HeuresisError
-    from heuresis_env.generation.salts import (
-        HOW_TO_MAKE_ONE,
-        TEST_SALT_ENV,
-        check_salt,
-        new_salt,
-        salt_bits,
-    )
-
     if not args.check:
         print(new_salt())
         return 0

@@ -6,6 +6,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from heuresis_env.env.referee import open_instance
+from heuresis_env.errors import HeuresisError
+from heuresis_env.generation.instances import InstanceKey
+from heuresis_env.generation.salts import TEST_SALT_ENV, sealing_salt
+from heuresis_env.graphs import Graph
+from heuresis_env.trace_files import read_trace
+
 HELP = ("score the episodes of trace files or folders (e.g. an MCP session on a sealed test "
         "split, which returns no scores) against the regenerated truth")
 
@@ -16,8 +23,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def trace_files(paths: list[Path]) -> list[Path]:
-    from heuresis_env.errors import HeuresisError
-
     found: list[Path] = []
     for path in paths:
         if path.is_dir():
@@ -35,13 +40,6 @@ def score_trace(path: Path) -> dict:
     """The trace's final graph scored on its instance's truth (the salt from
     ``$HEURESIS_TEST_SALT`` for a sealed instance); the regenerated instance must match the
     recorded hash."""
-    from heuresis_env.env.referee import open_instance
-    from heuresis_env.errors import HeuresisError
-    from heuresis_env.generation.instances import InstanceKey
-    from heuresis_env.generation.salts import TEST_SALT_ENV, sealing_salt
-    from heuresis_env.graphs import Graph
-    from heuresis_env.trace_files import read_trace
-
     trace = read_trace(path)
     recorded = dict(trace.header.get("instance") or {})
     sha256 = recorded.pop("sha256", None)

@@ -21,7 +21,7 @@ _EXPORTS = {
     "resolve_policy_factory": "policies", "PolicyProxy": "policy_process",
     "episode_id": "run_format", "load_run": "run_format",
     "episode_file_stem": "run_format", "episode_seed": "run_format",
-    "question_episode_id": "run_format", "salt_digest": "run_format",
+    "question_episode_id": "run_format", "salt_digest": "run_store",
     "RunDirectory": "run_format", "run_salt": "run_format",
     "RunStore": "run_store", "config_differences": "run_store",
     "package_versions": "run_store", "build_config": "run_store", "code_version": "run_store",

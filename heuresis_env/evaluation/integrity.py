@@ -65,6 +65,10 @@ def seal_config(config: Mapping[str, Any], salt: str) -> dict[str, Any]:
 def check_seals(run: RunDirectory, salt: str) -> None:
     """Refuse a sealed run whose ``config.json`` or result lines are not sealed by ``salt``
     (naming the first episode that fails)."""
+    if CONFIG_SEAL_FIELD not in run.config:
+        raise TamperedRunError(f"{run.path}: config.json of this sealed run carries no seal: it "
+                               "was written before sealed runs were sealed (issue 30), or its "
+                               "seal was removed; its scores cannot be trusted; run it again")
     if not seal_matches(salt, str(run.config.get(CONFIG_SEAL_FIELD) or ""),
                         _canonical(run.config, CONFIG_SEAL_FIELD)):
         raise TamperedRunError(f"{run.path}: config.json's seal does not match (the config was "

@@ -137,3 +137,13 @@ def test_a_sealed_run_is_not_checked_without_its_salt(sealed_run, monkeypatch):
     monkeypatch.delenv(TEST_SALT_ENV, raising=False)
     assert verify_run(load_run(run)) == 0  # no truth here: nothing to check, nothing shown
     assert os.environ.get(TEST_SALT_ENV) is None
+
+
+def test_a_sealed_run_without_seals_is_refused_with_a_clear_message(sealed_run, tmp_path):
+    run, salt = sealed_run
+    stripped = copy(run, tmp_path)
+    config = json.loads((stripped / "config.json").read_text())
+    del config["config_seal"]
+    (stripped / "config.json").write_text(json.dumps(config, indent=2))
+    with pytest.raises(TamperedRunError, match="carries no seal"):
+        verify_run(load_run(stripped), salt=salt)

@@ -95,9 +95,9 @@ def test_demo_adds_a_configured_llm_and_notes_what_it_cannot_run(tmp_path):
     lines = (tmp_path / "server" / "runs" / "llm" / "results.jsonl").read_text().splitlines()
     assert len(lines) == 6
     assert all(json.loads(line)["tokens"] for line in lines)  # usage from the API's fields
-    assert "| llm |" in proc.stdout and "15 policies × 6 families × 1 instances" in proc.stdout
+    assert "| llm |" in proc.stdout and "17 policies × 6 families × 1 instances" in proc.stdout
     runs = {p.name for p in (tmp_path / "server" / "runs").iterdir()}
-    assert "llm" in runs and "bca" not in runs and len(runs) == 15
+    assert "llm" in runs and "bca" not in runs and len(runs) == 17
     # the job's policies shared one pool: at most two worker processes ran all the episodes
     workers = {json.loads(line)["worker"]
                for run in runs

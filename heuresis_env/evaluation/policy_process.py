@@ -13,14 +13,17 @@ unpickles what a policy sends). Rewards never cross: the ``Policy`` interface ha
 the final step's info (the scores) is never passed to a policy.
 
 Where the machine allows it (Linux, root or unprivileged user namespaces) the child is also
-*confined*: it runs as PID 1 of its own PID namespace with a fresh ``/proc`` (no other process
-of the machine is visible, so neither the runner's memory nor any process environment holding
-the salt can be read), in its own mount namespace where Heuresis' cache, the run directory and
-the runner's work folder are covered by empty read-only folders (no hidden-record cache to
-read, no cache entry for the runner to load, no earlier result to peek at) and a data table's
-graph file (``--graph``) reads as empty, without
-capabilities, with ``no_new_privs`` and a seccomp filter that keeps ``prctl`` from undoing its
-death with the runner. The runner makes itself non-dumpable while children live.
+*confined* (:mod:`heuresis_env.evaluation.confinement`): PID 1 of its own PID namespace with a
+fresh ``/proc`` (no other process of the machine is visible, so neither the runner's memory
+nor any process environment holding the salt can be read); every mount read-only, a private
+``/tmp``, its own cache folder (``…-policies/<policy>``) its only other writable place; a
+dedicated unprivileged uid when started by root; loopback only unless the policy is declared
+to need an endpoint; Heuresis' cache, the run directories and the runner's work folder covered
+by empty read-only folders (no hidden-record cache to read, no earlier result to peek at) and
+a data table's graph file (``--graph``) read as empty; without capabilities, with
+``no_new_privs`` and a seccomp filter that keeps ``prctl`` from undoing its death with the
+runner. Unconfined, it runs below a supervisor that kills its whole process tree when it ends.
+The runner makes itself non-dumpable while children live.
 
 A policy that crashes, hangs past the wall budget or answers garbage costs its episode (an
 error or ``wall_time`` record), never the run: the child is killed and a fresh one is started
@@ -63,6 +66,7 @@ from heuresis_env.evaluation.policy_launcher import (
     launcher_enabled,
     launcher_for,
 )
+from heuresis_env.evaluation.run_format import connection_option
 from heuresis_env.generation.salts import TEST_SALT_ENV, spec_digest
 from heuresis_env.policy import EpisodeSettings, Policy
 
@@ -224,8 +228,9 @@ def policy_cache_directory(key: str | None = None) -> Path:
 
 def policy_key(spec: str, options: Mapping[str, Any]) -> str:
     """A policy's own name for its cache folder and, under root, its uid: the digest of its
-    spec and options."""
-    return spec_digest({"spec": spec, "options": dict(options)})
+    spec and options (how to reach a model — an address, a port, a key — aside)."""
+    return spec_digest({"spec": spec, "options": {k: v for k, v in options.items()
+                                                  if not connection_option(k)}})
 
 
 #: registered policies that talk to a remote API: their processes keep the host's network

@@ -129,12 +129,15 @@ class ResultCache:
         path = self._path(key)
         try:
             payload = path.read_bytes()
-        except (FileNotFoundError, NotADirectoryError):
-            return default
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            return default  # none, or another user's: computed again
         try:
             return safe_data.loads(payload)
         except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
-            path.unlink(missing_ok=True)  # stale, corrupt or foreign entry: recompute
+            try:
+                path.unlink(missing_ok=True)  # stale, corrupt or foreign entry: recompute
+            except OSError:
+                pass
             return default
 
     def set(self, key: str, value: Any) -> None:

@@ -325,7 +325,11 @@ class PolicyProcess:
         self.isolation = isolation
         self.network = needs_network(spec, self.options, network)
         self.key = policy_key(spec, self.options)
-        self.cache_directory = policy_cache_directory(self.key)
+        # confined by root, the policy runs as its own uid: its files are its uid's, so it
+        # keeps a folder apart from the one its unconfined runs (uid 0 without capabilities,
+        # which cannot read them) use
+        own_uid = isolation == "namespaces" and os.geteuid() == 0
+        self.cache_directory = policy_cache_directory(self.key + ("-uid" if own_uid else ""))
         self.hidden_paths = [str(p) for p in hidden_paths]
         self._salt = salt
         self.process: subprocess.Popen | LaunchedProcess | None = None

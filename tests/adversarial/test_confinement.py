@@ -138,3 +138,24 @@ def test_auto_isolation_without_namespaces_refuses_an_unregistered_policy(tmp_pa
         runner._resolve_policy_isolation("auto", tmp_path / "run", ESCAPER)
     assert runner._resolve_policy_isolation("process", tmp_path / "run", ESCAPER) == "process"
     assert runner._resolve_policy_isolation("auto", tmp_path / "run", "pc-fisherz") == "process"
+
+
+@needs_namespaces
+def test_confined_and_plain_runs_of_one_policy_keep_apart_caches(tmp_path, monkeypatch):
+    """Confined by root, a policy runs as its own uid and writes files only that uid reads;
+    its plain runs (uid 0 without capabilities) keep another folder, so neither finds the
+    other's unreadable entries (a regression: bca's reference cache)."""
+    from heuresis_env.evaluation import evaluate
+    from heuresis_env.policy import EpisodeSettings
+
+    monkeypatch.setenv("HEURESIS_CACHE_DIR", str(tmp_path / "cache"))
+    options = {"families": ["wild"], "split": "dev", "count": 1, "d": 6, "n": 200,
+               "settings": EpisodeSettings(max_steps=12, max_seconds=300.0), "progress": False}
+    scores = []
+    for number, isolation in enumerate(("process", "namespaces", "process")):
+        out = tmp_path / f"run{number}"
+        evaluate("bca", out_dir=out, policy_isolation=isolation, **options)
+        (record,) = load_run(out).episodes
+        assert record.error is None, record.error
+        scores.append(record.score("f1"))
+    assert len(set(scores)) == 1

@@ -1,5 +1,7 @@
-"""On-disk caches shared across processes: a key-value store of pickled results and an
-append-only JSON-lines store of small records (CI test results).
+"""On-disk caches shared across processes: a key-value store of results in a data-only format
+(:mod:`heuresis_env.safe_data`: JSON and NumPy arrays, never pickle, so a planted entry cannot
+run code in the process that reads it) and an append-only JSON-lines store of small records
+(CI test results).
 
 The root is ``$HEURESIS_CACHE_DIR`` or ``~/.cache/heuresis``. Writes are atomic (temporary
 file + rename, or one ``write`` of a whole line under a file lock), so a killed process never
@@ -11,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import pickle
 import tempfile
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
@@ -20,14 +21,28 @@ from typing import Any, Generic, TypeVar
 
 from filelock import FileLock
 
+from heuresis_env import safe_data
+from heuresis_env.errors import HeuresisError
+
 V = TypeVar("V")
 
 
 def cache_root() -> Path:
-    """The cache directory (created on first use)."""
-    root = Path(os.environ.get("HEURESIS_CACHE_DIR", Path.home() / ".cache" / "heuresis"))
-    root.mkdir(parents=True, exist_ok=True)
-    return root
+    """The cache directory (created on first use), as an absolute path. ``$HEURESIS_CACHE_DIR``
+    must name a folder of its own: the file system's root, the working folder and the home
+    folder are refused (the policies' caches live beside it, and policy processes have it
+    hidden from them)."""
+    given = os.environ.get("HEURESIS_CACHE_DIR")
+    root = Path(given if given else Path.home() / ".cache" / "heuresis").expanduser()
+    resolved = Path(os.path.abspath(root))
+    refused = {Path(resolved.anchor): "the file system's root", Path.cwd(): "the working folder",
+               Path.home(): "the home folder"}
+    for path, what in refused.items():
+        if resolved == path:
+            raise HeuresisError(f"HEURESIS_CACHE_DIR={given!r} names {what}; point it at a "
+                                "folder of its own, e.g. ~/.cache/heuresis")
+    resolved.mkdir(parents=True, exist_ok=True)
+    return resolved
 
 
 def cache_disabled() -> bool:
@@ -97,37 +112,47 @@ class MemoCache(Generic[V]):
 
 
 class ResultCache:
-    """Pickled values under ``<root>/<namespace>/<key[:2]>/<key>.pkl``."""
+    """Values under ``<root>/<namespace>/<key[:2]>/<key>.npz`` (:mod:`heuresis_env.safe_data`);
+    a value that format cannot hold is computed again each time, never stored. Each policy
+    process has its own root (``…-policies/<policy>``)."""
 
     def __init__(self, namespace: str, root: Path | None = None):
         self.directory = (root or cache_root()) / namespace
         self.directory.mkdir(parents=True, exist_ok=True)
 
     def _path(self, key: str) -> Path:
-        return self.directory / key[:2] / f"{key}.pkl"
+        return self.directory / key[:2] / f"{key}.npz"
 
     def get(self, key: str, default: Any = None) -> Any:
         if cache_disabled():
             return default
         path = self._path(key)
         try:
-            with open(path, "rb") as f:
-                return pickle.load(f)
-        except FileNotFoundError:
-            return default
-        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError):
-            path.unlink(missing_ok=True)  # stale or corrupt entry: recompute
+            payload = path.read_bytes()
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            return default  # none, or another user's: computed again
+        try:
+            return safe_data.loads(payload)
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
+            try:
+                path.unlink(missing_ok=True)  # stale, corrupt or foreign entry: recompute
+            except OSError:
+                pass
             return default
 
     def set(self, key: str, value: Any) -> None:
         if cache_disabled():
             return
+        try:
+            payload = safe_data.dumps(value)
+        except safe_data.UnsupportedValue:
+            return  # not data this format holds: computed again next time
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:
-                pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
+                f.write(payload)
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

@@ -89,7 +89,7 @@ def test_fisherz_stays_in_memory_only():
 def test_proposition_simulation_is_computed_once():
     kwargs = {"n": 80, "noncentralities": (1.0, 0.0), "kept_per_class": 50, "seed": 5}
     store = ResultCache("reports-proposition")
-    entries = lambda: sum(1 for _ in store.directory.rglob("*.pkl"))  # noqa: E731
+    entries = lambda: sum(1 for _ in store.directory.rglob("*.npz"))  # noqa: E731
     before = entries()
     rows = cached_proposition_simulation(**kwargs)
     assert entries() == before + 1

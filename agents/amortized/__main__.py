@@ -34,7 +34,7 @@ from heuresis_env.generation import (
     default_count,
     expand_families,
     get_source,
-    resolve_salt,
+    sealing_salt,
 )
 
 
@@ -87,7 +87,7 @@ def _train_and_score(args: argparse.Namespace, per_family: int | None,
 def _leave_one_family_out(args: argparse.Namespace) -> int:
     """Train on all families and on each five; score each held-out family's instances."""
     families = expand_families(args.families)
-    salt = resolve_salt(args.split)
+    salt = sealing_salt(args.split)
     shards = load_examples(_shards(args.data, "train", args.d, args.n))
     missing = sorted(set(families) - set(shards.family.tolist()))
     if missing:
@@ -254,7 +254,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         Path(__file__).resolve().parents[1] / "data" / "amortized")
     families = [name for part in args.families.split(",") if part
                 for name in ([part] if get_source(part) is not None else expand_families(part))]
-    salt = resolve_salt(args.split)
+    salt = sealing_salt(args.split)
     scores = []
     for family in families:  # one family at a time: families may differ in d
         d, n = ((args.d, args.n) if family in BENCHMARK_FAMILIES

@@ -45,7 +45,7 @@ from heuresis_env.evaluation import (
     worker_name,
 )
 from heuresis_env.files import json_compact
-from heuresis_env.generation import check_salt, resolve_salt
+from heuresis_env.generation import sealing_salt
 from heuresis_env.graphs import Graph
 from heuresis_env.policy import EpisodeSettings
 
@@ -82,8 +82,7 @@ def sealed_salt(split: str) -> str | None:
     """The test salt of this process's environment for ``split`` (checked strong enough), or
     None. Read where it is used, never passed as a task, solver or scorer argument: inspect
     writes those arguments into the log."""
-    salt = resolve_salt(split)
-    return None if salt is None else check_salt(salt)
+    return sealing_salt(split)
 
 
 def sample_episode(metadata: Mapping[str, Any], epoch: int) -> EpisodeTask:

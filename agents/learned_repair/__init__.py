@@ -20,11 +20,8 @@ One concept per module: :mod:`.rule` (the expected-F1 rule), :mod:`.classifier` 
 saved and loaded), :mod:`.evaluation` (offline scoring against PC-KCI and BCA_φ),
 :mod:`.training` (fitting with a grouped cross-validated report), :mod:`.policy` (the
 ``learned-repair`` policy). ``python -m agents.learned_repair --dev-count 20 --out
-agents/data/learned_repair`` trains and writes the model (``model.pkl``), its settings and
-its cross-validated report.
-
-Compatibility: the shipped ``model.pkl`` was pickled when this package was one module and names
-``agents.learned_repair.RepairClassifier``, which the re-export below keeps valid.
+agents/data/learned_repair`` trains and writes the model (``model.npz`` and ``model.json``: a
+safe format, no pickle; :mod:`.safe_model`), its settings and its cross-validated report.
 """
 
 from agents.learned_repair.classifier import (

@@ -1,28 +1,32 @@
 """The classifier of PC-KCI's wrong decisions: q = P(the pair is a true edge | its row of the
-repair table), gradient boosting or logistic, saved and loaded with its feature list."""
+repair table), gradient boosting or logistic, saved and loaded with its feature list in a safe
+format (``model.npz`` and ``model.json``, :mod:`agents.learned_repair.safe_model`; no
+pickle)."""
 
 from __future__ import annotations
 
 import json
-import pickle
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from agents.learned_repair.safe_model import SAFE_MODEL_FORMAT, build_model, export_model
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evidence import REPAIR_FEATURE_NAMES, REPAIR_FEATURES
 from heuresis_env.generation import BENCHMARK_FAMILIES
 from heuresis_env.studies import STUDY_FEATURES, PairRecord
 
 __all__ = ["BOOSTING", "CLASSIFIERS", "MODEL_FEATURES", "MODEL_FILE", "REPORT_FILE",
-           "SHIPPED_MODEL_DIR", "RepairClassifier", "feature_matrix", "load_classifier",
-           "make_classifier", "save_classifier"]
+           "MODEL_META_FILE", "SHIPPED_MODEL_DIR", "RepairClassifier", "feature_matrix",
+           "load_classifier", "make_classifier", "save_classifier"]
 
 #: the model shipped with the package (``load_learned_repair`` without a path)
 SHIPPED_MODEL_DIR = Path(__file__).resolve().parents[1] / "data" / "learned_repair"
-MODEL_FILE = "model.pkl"
+MODEL_FILE = "model.npz"
+#: the model's description beside its arrays (kind, inputs, families, format)
+MODEL_META_FILE = "model.json"
 REPORT_FILE = "report.json"
 CLASSIFIERS = ("boosting", "logistic")
 #: the classifier's inputs: the columns of the default repair table (the table the tool
@@ -104,35 +108,57 @@ class RepairClassifier:
         return self.probabilities(feature_matrix(records), [r.family for r in records])
 
 
-def save_classifier(model: Any, report: dict[str, Any], out_dir: str | Path) -> Path:
+def save_classifier(model: RepairClassifier, report: dict[str, Any],
+                    out_dir: str | Path) -> Path:
+    """Write the fitted classifier (``model.npz`` + ``model.json``) and its report."""
     import sklearn
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    kind, arrays = export_model(model.model)
     with open(out / MODEL_FILE, "wb") as f:
-        pickle.dump({"model": model, "features": list(MODEL_FEATURES),
-                     "sklearn": sklearn.__version__}, f)
+        np.savez(f, **arrays)
+    meta = {"format": SAFE_MODEL_FORMAT, "kind": kind, "features": list(MODEL_FEATURES),
+            "family_features": model.family_features, "families": list(model.families),
+            "seed": model.seed, "sklearn": sklearn.__version__}
+    (out / MODEL_META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     public = {k: v for k, v in report.items() if k != "model"}
     (out / REPORT_FILE).write_text(json.dumps(public, indent=2), encoding="utf-8")
     return out
 
 
 def load_classifier(path: str | Path | None = None) -> RepairClassifier:
-    """The fitted classifier saved in ``path`` (default: the shipped one)."""
+    """The fitted classifier saved in ``path`` (a folder or its ``model.npz``; default: the
+    shipped one). Read as data only: nothing in the files can run code."""
     directory = Path(SHIPPED_MODEL_DIR if path is None else path)
     file = directory / MODEL_FILE if directory.is_dir() else directory
-    if not file.is_file():
-        raise HeuresisError(f"no learned-repair model at {file}; train one with "
-                            "`python -m agents.learned_repair --out DIR`")
-    with open(file, "rb") as f:
-        try:
-            saved = pickle.load(f)
-        except (AttributeError, ModuleNotFoundError) as error:
-            raise HeuresisError(f"cannot read the learned-repair model at {file} ({error}); it "
-                                "was saved by another version of agents.learned_repair; "
-                                "retrain it") from error
-    if saved.get("features") != list(MODEL_FEATURES):
+    if file.suffix == ".pkl":
+        raise HeuresisError(f"{file} is a pickled model, which is no longer read (a pickle "
+                            "can run code); convert it once with `python scripts/"
+                            "convert_models.py`, or retrain it")
+    meta_file = file.with_name(MODEL_META_FILE)
+    if not file.is_file() or not meta_file.is_file():
+        raise HeuresisError(f"no learned-repair model at {file} (with {meta_file.name}); "
+                            "train one with `python -m agents.learned_repair --out DIR`")
+    try:
+        meta = json.loads(meta_file.read_text(encoding="utf-8"))
+        with np.load(file, allow_pickle=False) as archive:
+            arrays = {name: archive[name] for name in archive.files}
+    except (OSError, ValueError) as error:
+        raise HeuresisError(f"cannot read the learned-repair model at {file}: {error}") from None
+    if not isinstance(meta, dict) or meta.get("format") != SAFE_MODEL_FORMAT:
+        raise HeuresisError(f"{meta_file} is not a learned-repair model description of format "
+                            f"{SAFE_MODEL_FORMAT}")
+    if meta.get("features") != list(MODEL_FEATURES):
         raise HeuresisError(f"the model at {file} was trained on the repair features "
-                            f"{saved.get('features')}; this version has {list(MODEL_FEATURES)}; "
+                            f"{meta.get('features')}; this version has {list(MODEL_FEATURES)}; "
                             "retrain it")
-    return saved["model"]
+    classifier = RepairClassifier(str(meta.get("kind")), bool(meta.get("family_features")),
+                                  int(meta.get("seed", 0)))
+    classifier.families = tuple(meta.get("families") or BENCHMARK_FAMILIES)
+    try:
+        classifier.model = build_model(classifier.kind, arrays, _logit_p_values)
+    except KeyError as error:
+        raise HeuresisError(f"the learned-repair model at {file} lacks the array "
+                            f"{error}") from None
+    return classifier

@@ -27,9 +27,11 @@ SUBCOMMANDS: dict[str, str] = {
     "replay": "heuresis_env.cli.replay",
     "evaluate": "heuresis_env.cli.evaluate",
     "report": "heuresis_env.cli.report",
+    "score": "heuresis_env.cli.score",
     "view": "heuresis_env.cli.view",
     "mcp": "heuresis_env.cli.mcp",
     "doctor": "heuresis_env.cli.doctor",
+    "salt": "heuresis_env.cli.salt",
 }
 
 

@@ -13,10 +13,10 @@ from heuresis_env.generation.instances import (
     STREAM_SPLITS,
     InstanceKey,
     generate_instance,
-    resolve_salt,
     save_split,
     split_directory,
 )
+from heuresis_env.generation.salts import sealing_salt
 from heuresis_env.generation.sortability import r2_sortability, varsortability
 from heuresis_env.progress import progress_bar
 
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
                                  graph_model=args.graph)
                      for i in range(args.start, args.start + count)]
             for family in families}
-    sealed = resolve_salt(args.split) is not None
+    sealed = sealing_salt(args.split) is not None  # a weak salt is refused here
     output_directory(args.out, "output directory")  # a bad --out fails before any work
     rows = []
     with progress_bar(total=count * len(families), show=not args.no_progress, desc="generate",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -11,7 +12,10 @@ from heuresis_env.budgets import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STEPS
 from heuresis_env.env import TARGETS, TOOLBOXES
 from heuresis_env.errors import HeuresisError
 from heuresis_env.generation.families import available_families
-from heuresis_env.mcp.server import HOST, EpisodeServer, serve_http, serve_stdio
+from heuresis_env.mcp.server import HOST, EpisodeServer, new_token, serve_http, serve_stdio
+
+#: an environment variable that fixes the HTTP transport's token (else a new one per start)
+TOKEN_ENV = "HEURESIS_MCP_TOKEN"
 
 HELP = ("serve a Heuresis episode's toolbox as an MCP server (each tool call one step of a real "
         "episode, same budgets, trace written); default: a wild dev episode over stdio")
@@ -100,13 +104,20 @@ def run(args: argparse.Namespace) -> int:
                              trace_dir=trace_dir, index=args.index, seed=args.seed)
     where = ("stdio" if args.transport == "stdio"
              else f"http://{HOST}:{args.port}/mcp (streamable HTTP)")
+    token = os.environ.get(TOKEN_ENV) or new_token()
     print(f"heuresis mcp: {args.family}/{args.split} episodes, {len(episodes.tools())} tools, "
           f"on {where}; traces in {trace_dir}", file=sys.stderr, flush=True)
+    if episodes.sealed:
+        print("heuresis mcp: sealed test split: no scores are returned; after the session run "
+              f"heuresis score {trace_dir}", file=sys.stderr, flush=True)
+    if args.transport == "http":
+        print(f"heuresis mcp: token {token} (send it as 'Authorization: Bearer <token>')",
+              file=sys.stderr, flush=True)
     try:
         if args.transport == "stdio":
             serve_stdio(episodes)
         else:
-            serve_http(episodes, args.port)
+            serve_http(episodes, args.port, token)
     finally:
         episodes.close()
     return 0

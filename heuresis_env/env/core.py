@@ -6,7 +6,6 @@ when an environment is built or reset.
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import os
 import time
@@ -55,16 +54,17 @@ from heuresis_env.env.toolbox.state import EpisodeState
 from heuresis_env.env.traces import TraceRecorder, episode_header, text_digest, trace_file_name
 from heuresis_env.errors import HeuresisError, UnknownNameError
 from heuresis_env.generation.instances import TEST_SALT_ENV, Instance, InstanceKey, resolve_salt
+from heuresis_env.generation.salts import salt_digest
 from heuresis_env.graphs import Graph
 
 #: what ``env.spec.kwargs["salt"]`` holds instead of a test salt: this prefix and the salt's
 #: SHA-256, so that a spec can be printed, saved and shared without the secret
-SEALED_SALT_PREFIX = "sealed-test-salt-sha256:"
+SEALED_SALT_PREFIX = "sealed-test-salt-scrypt:"
 
 
 def sealed_salt_marker(salt: str) -> str:
-    """The stand-in for ``salt`` in a spec (the salt's digest, never the salt)."""
-    return SEALED_SALT_PREFIX + hashlib.sha256(salt.encode()).hexdigest()
+    """The stand-in for ``salt`` in a spec (its slow keyed digest, never the salt)."""
+    return SEALED_SALT_PREFIX + str(salt_digest(salt)).rsplit("$", 1)[-1]
 
 
 def _resolve_env_salt(split: str, salt: Any) -> str | None:
@@ -78,7 +78,7 @@ def _resolve_env_salt(split: str, salt: Any) -> str | None:
         if not secret or sealed_salt_marker(secret) != salt:
             raise HeuresisError(
                 "this environment's spec stands for a sealed test split; set "
-                f"${TEST_SALT_ENV} to the salt it was made with (its SHA-256 is "
+                f"${TEST_SALT_ENV} to the salt it was made with (its digest is "
                 f"{salt[len(SEALED_SALT_PREFIX):][:16]}…) or pass salt=...")
         salt = secret
     return resolve_salt(split, salt or None)

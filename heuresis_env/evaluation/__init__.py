@@ -21,7 +21,7 @@ _EXPORTS = {
     "resolve_policy_factory": "policies", "PolicyProxy": "policy_process",
     "episode_id": "run_format", "load_run": "run_format",
     "episode_file_stem": "run_format", "episode_seed": "run_format",
-    "question_episode_id": "run_format", "salt_digest": "run_format",
+    "question_episode_id": "run_format", "salt_digest": "run_store",
     "RunDirectory": "run_format", "run_salt": "run_format",
     "RunStore": "run_store", "config_differences": "run_store",
     "package_versions": "run_store", "build_config": "run_store", "code_version": "run_store",
@@ -68,7 +68,6 @@ if TYPE_CHECKING:
         load_run,
         question_episode_id,
         run_salt,
-        salt_digest,
     )
     from heuresis_env.evaluation.run_store import (
         RunStore,
@@ -79,6 +78,7 @@ if TYPE_CHECKING:
     )
     from heuresis_env.evaluation.runner import evaluate, evaluate_many
     from heuresis_env.evaluation.summary import FamilySummary, RunSummary
+    from heuresis_env.generation.salts import salt_digest
     from heuresis_env.policy import EpisodeSettings
 
 

@@ -11,6 +11,7 @@ truth (:class:`~heuresis_env.policy.ReferencePolicy`) runs here, given the insta
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import signal
@@ -80,6 +81,8 @@ class RunSpec:
     reference: bool = False
     #: how the policy process is isolated: "namespaces" or "process" (see policy_process)
     policy_isolation: str = "process"
+    #: a confined policy keeps the host's network (declared to need an API endpoint)
+    policy_network: bool = False
     #: folders and files the policy process must not see besides the cache (the run
     #: directory, a data table's graph file)
     hidden_paths: tuple[str, ...] = ()
@@ -149,12 +152,14 @@ def make_environment(family: str, kwargs: Mapping[str, Any]):
 
 
 def _number(value: Any) -> int | None:
+    """A count a policy reported: a non-negative integer, else None (unknown)."""
     if isinstance(value, bool) or value is None:
         return None
     try:
-        return int(value)
-    except (TypeError, ValueError):
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
         return None
+    return number if number >= 0 else None
 
 
 def usage_fields(usage: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -162,6 +167,8 @@ def usage_fields(usage: Mapping[str, Any] | None) -> dict[str, Any]:
 
     Recognized keys: ``prompt_tokens``/``input_tokens``, ``completion_tokens``/
     ``output_tokens`` (or ``tokens: {"prompt", "completion"}``), ``cost_usd``, ``api_retries``.
+    A negative, non-finite or non-numeric value is recorded as unknown (None): a policy's
+    report never lowers the cost table.
     """
     usage = dict(usage or {})
     tokens_field = usage.get("tokens")
@@ -177,6 +184,8 @@ def usage_fields(usage: Mapping[str, Any] | None) -> dict[str, Any]:
         tokens = {"prompt": prompt or 0, "completion": completion or 0}
     cost = usage.get("cost_usd")
     cost = float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None
+    if cost is not None and not (math.isfinite(cost) and cost >= 0):
+        cost = None
     return {"tokens": tokens, "cost_usd": cost, "api_retries": _number(usage.get("api_retries"))}
 
 
@@ -210,7 +219,7 @@ class EpisodeRunner:
                 self.policy = PolicyProxy(
                     spec.policy, spec.policy_options, isolation=spec.policy_isolation,
                     hidden_paths=[str(cache_root()), *spec.hidden_paths, self._work_dir],
-                    salt=spec.salt)
+                    salt=spec.salt, network=spec.policy_network)
             if self.policy.interface not in ("text", "rl"):
                 raise HeuresisError(f"policy {spec.policy!r} has interface "
                                     f"{self.policy.interface!r}; expected 'text' or 'rl'")

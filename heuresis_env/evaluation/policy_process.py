@@ -13,14 +13,17 @@ unpickles what a policy sends). Rewards never cross: the ``Policy`` interface ha
 the final step's info (the scores) is never passed to a policy.
 
 Where the machine allows it (Linux, root or unprivileged user namespaces) the child is also
-*confined*: it runs as PID 1 of its own PID namespace with a fresh ``/proc`` (no other process
-of the machine is visible, so neither the runner's memory nor any process environment holding
-the salt can be read), in its own mount namespace where Heuresis' cache, the run directory and
-the runner's work folder are covered by empty read-only folders (no hidden-record cache to
-read, no cache entry for the runner to load, no earlier result to peek at) and a data table's
-graph file (``--graph``) reads as empty, without
-capabilities, with ``no_new_privs`` and a seccomp filter that keeps ``prctl`` from undoing its
-death with the runner. The runner makes itself non-dumpable while children live.
+*confined* (:mod:`heuresis_env.evaluation.confinement`): PID 1 of its own PID namespace with a
+fresh ``/proc`` (no other process of the machine is visible, so neither the runner's memory
+nor any process environment holding the salt can be read); every mount read-only, a private
+``/tmp``, its own cache folder (``…-policies/<policy>``) its only other writable place; a
+dedicated unprivileged uid when started by root; loopback only unless the policy is declared
+to need an endpoint; Heuresis' cache, the run directories and the runner's work folder covered
+by empty read-only folders (no hidden-record cache to read, no earlier result to peek at) and
+a data table's graph file (``--graph``) read as empty; without capabilities, with
+``no_new_privs`` and a seccomp filter that keeps ``prctl`` from undoing its death with the
+runner. Unconfined, it runs below a supervisor that kills its whole process tree when it ends.
+The runner makes itself non-dumpable while children live.
 
 A policy that crashes, hangs past the wall budget or answers garbage costs its episode (an
 error or ``wall_time`` record), never the run: the child is killed and a fresh one is started
@@ -39,6 +42,7 @@ import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -54,6 +58,7 @@ from heuresis_env.env.sandbox import linux
 from heuresis_env.env.sandbox.isolation import detect_isolation
 from heuresis_env.env.toolbox.registry import describe_object
 from heuresis_env.errors import HeuresisError
+from heuresis_env.evaluation import confinement
 from heuresis_env.evaluation.policies import make_policy
 from heuresis_env.evaluation.policy_launcher import (
     LaunchedProcess,
@@ -61,7 +66,8 @@ from heuresis_env.evaluation.policy_launcher import (
     launcher_enabled,
     launcher_for,
 )
-from heuresis_env.generation.instances import TEST_SALT_ENV
+from heuresis_env.evaluation.run_format import connection_option
+from heuresis_env.generation.salts import TEST_SALT_ENV, spec_digest
 from heuresis_env.policy import EpisodeSettings, Policy
 
 #: what a policy receives of ``reset``'s info: the task's public input, its public key (the
@@ -212,13 +218,48 @@ def read_frame(fd: int, limit: int, deadline: float | None = None) -> bytes:
 
 # ---- the runner's side ------------------------------------------------------------------------
 
-def policy_cache_directory() -> Path:
-    """The policy process's cache folder: beside the runner's, never inside it."""
+def policy_cache_directory(key: str | None = None) -> Path:
+    """The policy processes' cache folder, beside (never inside) the runner's; with ``key``
+    (:func:`policy_key`) the folder of one policy, which no other policy can write."""
     root = cache_root()
-    return root.with_name(root.name + POLICY_CACHE_SUFFIX)
+    folder = root.with_name(root.name + POLICY_CACHE_SUFFIX)
+    return folder if key is None else folder / key
 
 
-def policy_environment(salt: str | None) -> dict[str, str]:
+def policy_key(spec: str, options: Mapping[str, Any]) -> str:
+    """A policy's own name for its cache folder and, under root, its uid: the digest of its
+    spec and options (how to reach a model — an address, a port, a key — aside)."""
+    return spec_digest({"spec": spec, "options": {k: v for k, v in options.items()
+                                                  if not connection_option(k)}})
+
+
+#: registered policies that talk to a remote API: their processes keep the host's network
+NETWORK_POLICIES = ("llm",)
+#: a policy option naming the endpoint a policy talks to (declares its need of the network)
+ENDPOINT_OPTIONS = ("base_url",)
+
+
+def needs_network(spec: str, options: Mapping[str, Any], declared: bool = False) -> bool:
+    """Whether a confined policy keeps the host's network: declared by the caller
+    (``--policy-network``), a registered API policy, or an endpoint among its options."""
+    return bool(declared or spec in NETWORK_POLICIES
+                or any(options.get(name) for name in ENDPOINT_OPTIONS))
+
+
+def option_paths(options: Mapping[str, Any]) -> list[str]:
+    """Files and folders a policy's options name (a model, a selection file): a confined
+    policy reads them where they are (read-only)."""
+    found = []
+    for value in options.values():
+        for item in value if isinstance(value, list | tuple) else [value]:
+            if isinstance(item, str | os.PathLike) and os.sep in os.fspath(item):
+                path = os.path.realpath(os.fspath(item))
+                if os.path.exists(path):
+                    found.append(path)
+    return found
+
+
+def policy_environment(salt: str | None, cache_directory: Path | None = None) -> dict[str, str]:
     """The policy process's environment: this one without the test salt (nor any variable
     holding it), with the policy's own cache folder."""
     environment = {}
@@ -226,7 +267,7 @@ def policy_environment(salt: str | None) -> dict[str, str]:
         if name in SECRET_VARIABLES or (salt and salt in value):
             continue
         environment[name] = value
-    environment["HEURESIS_CACHE_DIR"] = str(policy_cache_directory())
+    environment["HEURESIS_CACHE_DIR"] = str(cache_directory or policy_cache_directory())
     environment["PYTHONUNBUFFERED"] = "1"
     return environment
 
@@ -278,9 +319,17 @@ class PolicyProcess:
     time, an exit, or a garbled frame raises and leaves the process dead."""
 
     def __init__(self, spec: str, options: Mapping[str, Any], *, isolation: str,
-                 hidden_paths: Sequence[str] = (), salt: str | None = None):
+                 hidden_paths: Sequence[str] = (), salt: str | None = None,
+                 network: bool = False):
         self.spec, self.options = spec, dict(options)
         self.isolation = isolation
+        self.network = needs_network(spec, self.options, network)
+        self.key = policy_key(spec, self.options)
+        # confined by root, the policy runs as its own uid: its files are its uid's, so it
+        # keeps a folder apart from the one its unconfined runs (uid 0 without capabilities,
+        # which cannot read them) use
+        own_uid = isolation == "namespaces" and os.geteuid() == 0
+        self.cache_directory = policy_cache_directory(self.key + ("-uid" if own_uid else ""))
         self.hidden_paths = [str(p) for p in hidden_paths]
         self._salt = salt
         self.process: subprocess.Popen | LaunchedProcess | None = None
@@ -298,9 +347,16 @@ class PolicyProcess:
         to_child_read, to_child_write = os.pipe()
         from_child_read, from_child_write = os.pipe()
         confine = None
+        self._prepare_cache_directory()
         if self.isolation == "namespaces":
-            confine = {"privilege": detect_isolation()["privilege_drop"],
-                       "hidden": self.hidden_paths, "cwd": os.getcwd()}
+            privilege = detect_isolation()["privilege_drop"]
+            confine = {"privilege": privilege, "hidden": self.hidden_paths,
+                       "cwd": os.getcwd(), "network": self.network,
+                       "uid": confinement.policy_uid(self.key),
+                       "readable": [*confinement.runtime_paths(), os.getcwd(),
+                                    *option_paths(self.options)],
+                       "writable": [str(self.cache_directory)],
+                       "private": [tempfile.gettempdir()]}
         _hold_non_dumpable(True)
         try:
             self.process = self._launch(to_child_read, from_child_write, confine)
@@ -343,7 +399,7 @@ class PolicyProcess:
         """Fork the process from this runner's launcher (an interpreter that has imported the
         package, ``policy_launcher``) or, with the launcher off or failing to start, start a
         fresh interpreter; either way with the scrubbed environment."""
-        environment = policy_environment(self._salt)
+        environment = policy_environment(self._salt, self.cache_directory)
         if launcher_enabled():
             for _ in range(2):  # a launcher that died is replaced once
                 try:
@@ -357,6 +413,14 @@ class PolicyProcess:
         return subprocess.Popen(command, pass_fds=(fd_in, fd_out), close_fds=True,
                                 env=environment, start_new_session=True,
                                 stdin=subprocess.DEVNULL)
+
+    def _prepare_cache_directory(self) -> None:
+        """The policy's own cache folder; owned by its uid when it will run under one."""
+        self.cache_directory.mkdir(parents=True, exist_ok=True)
+        if self.isolation == "namespaces" and os.geteuid() == 0:
+            uid = confinement.policy_uid(self.key)
+            os.chown(self.cache_directory, uid, uid)
+            os.chmod(self.cache_directory, 0o700)
 
     def call(self, kind: str, *args: Any, deadline: float | None = None) -> Any:
         """Send one request and return the reply's value; raises :class:`RemotePolicyError`
@@ -413,6 +477,13 @@ class PolicyProcess:
         if self.process is None:
             return
         process, self.process = self.process, None
+        if self.isolation == "process" and process.poll() is None:
+            # the supervisor kills the policy's whole tree, then exits
+            try:
+                os.kill(process.pid, signal.SIGTERM)
+                process.wait(timeout=10)
+            except (ProcessLookupError, PermissionError, subprocess.TimeoutExpired):
+                pass
         for send in (lambda: os.killpg(process.pid, signal.SIGKILL),
                      lambda: os.kill(process.pid, signal.SIGKILL)):
             try:
@@ -465,7 +536,7 @@ class PolicyProxy(Policy):
 
     def __init__(self, spec: str, options: Mapping[str, Any] | None = None, *,
                  isolation: str = "auto", hidden_paths: Sequence[str] = (),
-                 salt: str | None = None):
+                 salt: str | None = None, network: bool = False):
         if isolation == "auto":
             isolation = "process" if confinement_available() else "namespaces"
         if isolation not in ISOLATION_LEVELS:
@@ -476,7 +547,7 @@ class PolicyProxy(Policy):
                                 f"lacks {missing}")
         self.isolation = isolation
         self._process = PolicyProcess(spec, options or {}, isolation=isolation,
-                                      hidden_paths=hidden_paths, salt=salt)
+                                      hidden_paths=hidden_paths, salt=salt, network=network)
         description = self._process.start()
         self.name, self.interface = description["name"], description["interface"]
         self.deadline: float | None = None
@@ -548,53 +619,6 @@ class PolicyProxy(Policy):
 
 
 # ---- the policy's side ------------------------------------------------------------------------
-
-def _confine(config: Mapping[str, Any]) -> None:
-    """Enter the confinement described in the module docstring (in this process and its
-    fork): new user (unless root), PID and mount namespaces; a fresh /proc; the hidden paths
-    covered; capabilities dropped; no_new_privs; the prctl filter. The forked child is PID 1
-    and goes on; this process waits for it and exits with its status."""
-    lib = linux.libc()
-    privilege = config["privilege"]
-    flags = linux.CLONE_NEWPID | linux.CLONE_NEWNS
-    uid, gid = os.getuid(), os.getgid()
-    if privilege == "capabilities":
-        flags |= linux.CLONE_NEWUSER
-    linux.check(lib.unshare(flags), "unshare(pid, mount namespaces)")
-    if privilege == "capabilities":
-        for path, text in (("/proc/self/setgroups", "deny"), ("/proc/self/uid_map",
-                                                               f"{uid} {uid} 1"),
-                           ("/proc/self/gid_map", f"{gid} {gid} 1")):
-            with open(path, "w") as f:
-                f.write(text)
-    pid = os.fork()
-    if pid:  # end as PID 1 ended: with its exit code, or by its signal
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        _, status = os.waitpid(pid, 0)
-        if os.WIFSIGNALED(status):
-            signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
-            os.kill(os.getpid(), os.WTERMSIG(status))
-        os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
-    linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
-    linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
-    linux.mount("proc", "/proc", "proc", linux.MS_NOSUID | linux.MS_NODEV
-                | linux.MS_NOEXEC)
-    for path in config["hidden"]:
-        if os.path.isdir(path):
-            linux.mount("tmpfs", path, "tmpfs", linux.MS_RDONLY
-                        | linux.MS_NOSUID | linux.MS_NODEV
-                        | linux.MS_NOEXEC, "size=4k,mode=0555")
-        elif os.path.exists(path):  # a file (a data table's true graph): /dev/null over it
-            linux.mount("/dev/null", path, None, linux.MS_BIND)
-            linux.mount(None, path, None, linux.MS_REMOUNT
-                        | linux.MS_BIND | linux.MS_RDONLY)
-    os.chdir(config["cwd"])  # resolve the working folder again, under the new mounts
-    linux.drop_capabilities()  # root keeps its uid, but no capability, for good
-    linux.check(linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1),
-                "prctl(PR_SET_NO_NEW_PRIVS)")
-    linux.install_seccomp_filter(("ptrace", "process_vm_readv", "process_vm_writev"),
-                                 namespaces=False)
-
 
 def _drop_root_capabilities() -> None:
     """An unconfined policy process started by root keeps no capability (it could otherwise
@@ -692,7 +716,7 @@ def child_main(fd_in: int, fd_out: int, confine: Mapping[str, Any] | None) -> No
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner handles Ctrl-C and stops us
     if confine:
         try:
-            _confine(confine)
+            confinement.confine(confine)
         except (OSError, linux.SetupError, ctypes.ArgumentError) as exc:
             write_frame(fd_out, encode_reply({"error": {
                 "type": "PolicyConfinementError", "traceback": "", "bad_input": True,
@@ -703,6 +727,10 @@ def child_main(fd_in: int, fd_out: int, confine: Mapping[str, Any] | None) -> No
     elif sys.platform.startswith("linux"):
         linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
         _drop_root_capabilities()
+        # a supervisor (a child subreaper) holds the policy's whole process tree and kills it
+        # when the runner ends the policy (SIGTERM), however the policy forked or detached
+        confinement.supervise(lambda: serve(fd_in, fd_out))
+        return
     serve(fd_in, fd_out)
 
 

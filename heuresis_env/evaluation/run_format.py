@@ -14,7 +14,6 @@ short by a crash and is ignored).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -34,6 +33,7 @@ from heuresis_env.generation.instances import (
     cached_instance,
     get_source,
 )
+from heuresis_env.generation.salts import digest_matches
 from heuresis_env.seeding import text_seed
 
 #: version of the run directory format written here (2: result lines carry their config's
@@ -46,7 +46,7 @@ TRACES_DIR = "traces"
 TRANSCRIPTS_DIR = "transcripts"
 LOCK_NAME = ".evaluate.lock"
 #: config fields that may differ between a run and its resumption
-IGNORED_CONFIG_FIELDS = frozenset({"created"})
+IGNORED_CONFIG_FIELDS = frozenset({"created", "config_seal"})
 #: policy options that say how to reach a model — an address, a port, a credential — not what
 #: the policy is: they may change between a run and its resumption (a loopback server's random
 #: port) and are no part of the config's identity (its digest, the resume check, arm labels)
@@ -139,11 +139,6 @@ def check_result_digests(config: Mapping[str, Any], digests: list[tuple[str, Any
             f"{what}, not the digest of its config.json ({config_digest(config)[:12]}…). "
             "Its results cannot be attributed to one policy and settings; move the foreign "
             "lines out, or start over with another --out")
-
-
-def salt_digest(salt: str | None) -> str | None:
-    """SHA-256 of a test salt (the config records the digest, never the salt)."""
-    return None if not salt else hashlib.sha256(salt.encode()).hexdigest()
 
 
 # ---- reading ------------------------------------------------------------------------------------
@@ -450,23 +445,25 @@ def run_salt(run: RunDirectory) -> str | None:
     if not salt:
         raise HeuresisError(f"{run.path} ran on a sealed test split; set ${TEST_SALT_ENV} to its "
                             "salt so the report can regenerate the instances")
-    if salt_digest(salt) != digest:
-        raise HeuresisError(f"${TEST_SALT_ENV} is not the salt {run.path} ran with (its SHA-256 "
+    if not digest_matches(salt, digest):
+        raise HeuresisError(f"${TEST_SALT_ENV} is not the salt {run.path} ran with (its digest "
                             "differs from the config's salt_digest)")
     return salt
 
 
-def regenerate_instance(run: RunDirectory, instance: InstanceId, expected_sha256: str
-                        ) -> Instance:
+def regenerate_instance(run: RunDirectory, instance: InstanceId, expected_sha256: str,
+                        salt: str | None = None) -> Instance:
     """The instance an episode ran on, regenerated from the config's key and checked against
-    the recorded data hash."""
+    the recorded data hash (a sealed run: with ``salt``, else ``$HEURESIS_TEST_SALT``)."""
     for details in run.config.get("datasets") or ():  # CSV tables the run played
         if details.get("name") == instance[0]:
             source = get_source(instance[0])
             if source is None or source.details.get("sha256") != details.get("sha256"):
                 register_from_details(details)
     key = InstanceKey.from_dict(run.instance_key(instance))
-    generated = cached_instance(key, salt=run_salt(run))
+    if salt is None or not digest_matches(salt, run.config.get("salt_digest") or ""):
+        salt = run_salt(run)
+    generated = cached_instance(key, salt=salt)
     if generated.sha256 != expected_sha256:
         raise HeuresisError(
             f"instance {key} regenerates with data hash {generated.sha256[:16]}…, but "

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from heuresis_env.errors import HeuresisError, RunFormatError
+from heuresis_env.evaluation.integrity import seal_config, seal_record
 from heuresis_env.evaluation.run_format import (
     CONFIG_NAME,
     IGNORED_CONFIG_FIELDS,
@@ -35,7 +36,6 @@ from heuresis_env.evaluation.run_format import (
     config_digest,
     connection_option,
     episode_file_stem,
-    salt_digest,
 )
 from heuresis_env.files import (
     atomic_write_bytes,
@@ -43,6 +43,7 @@ from heuresis_env.files import (
     json_line,
     output_directory,
 )
+from heuresis_env.generation.salts import salt_digest
 from heuresis_env.version import __version__
 
 #: distributions whose versions a config records (those installed)
@@ -193,6 +194,8 @@ class RunStore:
         self._pending_config: dict[str, Any] | None = None  # written by commit()
         self._replaced: dict[str, Any] | None = None
         self.config_digest: str | None = None
+        #: a sealed run's salt: the config and every result line are sealed with it
+        self.salt: str | None = None
 
     # ---- locking -------------------------------------------------------------------------
     @contextmanager
@@ -251,6 +254,8 @@ class RunStore:
         return config
 
     def write_config(self, config: Mapping[str, Any]) -> None:
+        if self.salt:
+            config = seal_config(json.loads(json.dumps(dict(config))), self.salt)
         payload = json.dumps(dict(config), indent=2, sort_keys=False) + "\n"
         atomic_write_bytes(self.config_path, payload.encode("utf-8"), durable=True)
 
@@ -362,7 +367,10 @@ class RunStore:
         self.commit()
         if self.config_digest is None:
             raise HeuresisError("RunStore.prepare(config) must run before results are written")
-        payload = json_line({**record, "config_digest": self.config_digest})
+        stamped = {**record, "config_digest": self.config_digest}
+        if self.salt:  # sealed as it will be read back (non-finite numbers as strings)
+            stamped = seal_record(json.loads(json_line(stamped)), self.salt)
+        payload = json_line(stamped)
         self.directory.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.results_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
         try:

@@ -18,6 +18,7 @@ workers once and passes them from one run's policy to the next.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
@@ -37,6 +38,7 @@ from heuresis_env.evaluation.episode import (
     environment_kwargs,
     worker_name,
 )
+from heuresis_env.evaluation.integrity import verify_run
 from heuresis_env.evaluation.local_backend import run_local_processes
 from heuresis_env.evaluation.policies import (
     check_policy_name,
@@ -54,6 +56,7 @@ from heuresis_env.evaluation.ray_backend import run_with_ray
 from heuresis_env.evaluation.run_format import (
     episode_id,
     episode_seed,
+    load_run,
     question_episode_id,
 )
 from heuresis_env.evaluation.run_store import RunStore, build_config
@@ -71,9 +74,9 @@ from heuresis_env.generation.instances import (
     InstanceKey,
     available_sources,
     get_source,
-    resolve_salt,
     split_size,
 )
+from heuresis_env.generation.salts import sealing_salt
 from heuresis_env.policy import EpisodeSettings
 from heuresis_env.progress import progress_bar
 from heuresis_env.questions import NAME_MODES, question_set
@@ -181,7 +184,7 @@ def evaluate(policy_spec: str, families: str | Iterable[str] = "all", split: str
              salt: str | None = None, progress: bool = True, address: str | None = None,
              task: str = "graph", name_mode: str = "anonymous",
              datasets: Iterable[Mapping[str, Any]] = (),
-             policy_isolation: str = "auto") -> RunSummary:
+             policy_isolation: str = "auto", policy_network: bool = False) -> RunSummary:
     """Run ``policy_spec`` on ``count`` instances of each family × ``repeats`` into ``out_dir``.
 
     Finished episodes already in ``out_dir`` are skipped (resume); a different config there is
@@ -199,7 +202,11 @@ def evaluate(policy_spec: str, families: str | Iterable[str] = "all", split: str
 
     The policy runs in its own process (:mod:`heuresis_env.evaluation.policy_process`),
     confined in namespaces where the machine allows (``policy_isolation="auto"``;
-    ``"namespaces"`` insists, ``"process"`` settles for a plain process); a registered
+    ``"namespaces"`` insists, ``"process"`` settles for a plain process, whose whole process
+    tree still ends with it; ``auto`` on a machine without namespaces refuses a policy that is
+    not registered, ``module:attr``, unless ``"process"`` is asked for). A confined policy has
+    no network but loopback unless ``policy_network`` (or it is a registered API policy, or it
+    names an endpoint, ``base_url``, among its options); a registered
     reference that needs the truth (``heuresis.references``) runs on the referee's side and
     its run is marked as a reference.
 
@@ -210,14 +217,15 @@ def evaluate(policy_spec: str, families: str | Iterable[str] = "all", split: str
         "settings": settings, "repeats": repeats, "out_dir": out_dir,
         "policy_options": policy_options, "force": force, "d": d, "n": n, "salt": salt,
         "task": task, "name_mode": name_mode, "datasets": datasets,
-        "policy_isolation": policy_isolation}], workers=workers, backend=backend,
+        "policy_isolation": policy_isolation, "policy_network": policy_network}],
+        workers=workers, backend=backend,
         address=address, progress=progress)[0]
 
 
 #: the arguments of :func:`evaluate` that describe one run (the others describe the job)
 RUN_ARGUMENTS = ("policy_spec", "families", "split", "count", "settings", "repeats", "out_dir",
                  "policy_options", "force", "d", "n", "salt", "task", "name_mode", "datasets",
-                 "policy_isolation")
+                 "policy_isolation", "policy_network")
 
 
 def evaluate_many(runs: Sequence[Mapping[str, Any]], workers: int = 1, backend: str = "local",
@@ -265,6 +273,8 @@ def evaluate_many(runs: Sequence[Mapping[str, Any]], workers: int = 1, backend: 
         for run in prepared:
             run.accepted = run.store.prepare(run.config, force=run.force)
             done = run.store.finished_ids()
+            if done:  # resuming: what is there is checked, never trusted (issue 30)
+                verify_run(load_run(run.out_dir), salt=run.spec.salt)
             run.pending = [task for task in run.tasks if task.episode_id not in done]
             if not run.pending:
                 run.store.commit()  # a forced config with nothing left to run
@@ -329,7 +339,7 @@ def _prepare(policy_spec: str, families: str | Iterable[str] = "all", split: str
              d: int | None = None, n: int | None = None, salt: str | None = None,
              task: str = "graph", name_mode: str = "anonymous",
              datasets: Iterable[Mapping[str, Any]] = (),
-             policy_isolation: str = "auto") -> _PreparedRun:
+             policy_isolation: str = "auto", policy_network: bool = False) -> _PreparedRun:
     """Check one run's arguments and build its spec, episodes and config (writes nothing)."""
     if split not in SPLIT_SIZES:
         raise UnknownNameError("split", split, SPLIT_SIZES)
@@ -348,7 +358,7 @@ def _prepare(policy_spec: str, families: str | Iterable[str] = "all", split: str
         raise UnknownNameError("task", task, TASKS)
     if name_mode not in NAME_MODES:
         raise UnknownNameError("name mode", name_mode, NAME_MODES)
-    salt = resolve_salt(split, salt)
+    salt = sealing_salt(split, salt)
     _check_environment(settings, split, chosen[0], d, n, task, name_mode)
     check_policy_name(policy_spec)
     reference = policy_spec in registered_references()
@@ -357,12 +367,12 @@ def _prepare(policy_spec: str, families: str | Iterable[str] = "all", split: str
         check_policy_options(policy_spec, factory, policy_options)
         isolation = "process"
     else:  # a policy is imported, checked and built only in its own process
-        isolation = _resolve_policy_isolation(policy_isolation, out_dir)
+        isolation = _resolve_policy_isolation(policy_isolation, out_dir, policy_spec)
     table_details = tuple(dict(t.details) for t in tables)
     spec = RunSpec(policy=policy_spec, policy_options=policy_options, settings=settings,
                    d=d, n=n, salt=salt, task=task, name_mode=name_mode,
                    datasets=table_details, reference=reference,
-                   policy_isolation=isolation,
+                   policy_isolation=isolation, policy_network=bool(policy_network),
                    hidden_paths=(os.path.realpath(os.fspath(out_dir)),
                                  *(os.path.realpath(t["graph"]) for t in table_details
                                    if t.get("graph"))))
@@ -389,7 +399,9 @@ def _prepare(policy_spec: str, families: str | Iterable[str] = "all", split: str
                           datasets=table_details, reference=reference,
                           policy_isolation="referee" if reference else isolation)
     config.update(question_fields)
-    return _PreparedRun(spec=spec, store=RunStore(out_dir), out_dir=out_dir, config=config,
+    store = RunStore(out_dir)
+    store.salt = salt  # a sealed run: its config and result lines carry an HMAC
+    return _PreparedRun(spec=spec, store=store, out_dir=out_dir, config=config,
                         tasks=tasks, families=chosen, split=split, task=task, force=force)
 
 
@@ -437,9 +449,12 @@ def _question_tasks(families: Sequence[str], split: str, count: int | None, repe
     return tasks, keys, fields
 
 
-def _resolve_policy_isolation(requested: str, out_dir: str | os.PathLike) -> str:
-    """The policy process's isolation: ``auto`` picks namespaces where available. Confined,
-    the process cannot see the run directory, so it must not be its working folder."""
+def _resolve_policy_isolation(requested: str, out_dir: str | os.PathLike,
+                              policy_spec: str = "") -> str:
+    """The policy process's isolation: ``auto`` picks namespaces where available, and where
+    not says so, and refuses a policy that is not registered (``module:attr``: untrusted code)
+    unless ``process`` is asked for by name. Confined, the process cannot see the run
+    directory, so it must not be its working folder."""
     if requested not in ("auto", *ISOLATION_LEVELS):
         raise UnknownNameError("policy isolation", requested, ("auto", *ISOLATION_LEVELS))
     missing = confinement_available()
@@ -448,6 +463,15 @@ def _resolve_policy_isolation(requested: str, out_dir: str | os.PathLike) -> str
                             f"(it lacks {missing}); pass policy_isolation='process' "
                             "(--policy-isolation process) to run policies in a plain process")
     isolation = requested if requested != "auto" else ("process" if missing else "namespaces")
+    if requested == "auto" and missing:
+        if policy_spec not in registered_policies():
+            raise HeuresisError(
+                f"policies cannot be confined on this machine (it lacks {missing}), and "
+                f"{policy_spec!r} is not a registered policy: its code would run unconfined "
+                "beside the run. Pass --policy-isolation process (policy_isolation='process') "
+                "to accept that, or run where namespaces are available (heuresis doctor)")
+        print(f"heuresis: policies run unconfined in a plain process here (namespaces "
+              f"unavailable: {missing})", file=sys.stderr)
     if isolation == "namespaces":
         _refuse_working_folder_inside(out_dir)
     return isolation

@@ -46,7 +46,6 @@ from heuresis_env.generation.instances import (
     NoSCMError,
     available_sources,
     cached_instance,
-    check_salt,
     default_count,
     generate_instance,
     generate_split,
@@ -58,6 +57,12 @@ from heuresis_env.generation.instances import (
     save_split,
     split_directory,
     split_size,
+)
+from heuresis_env.generation.salts import (
+    check_salt,
+    new_salt,
+    salt_digest,
+    sealing_salt,
 )
 from heuresis_env.generation.scm import (
     GRAPH_MODELS,
@@ -78,7 +83,7 @@ __all__ = [
     "HiddenRecord", "Instance", "InstanceKey", "InstanceSource", "MechanismEntry",
     "MechanismKind", "NoGroundTruthError", "NoSCMError", "NodeMechanism", "Structure",
     "available_families", "available_sources", "bnlearn_structure", "cached_instance", "check_salt",
-    "default_count", "get_source",
+    "default_count", "get_source", "new_salt", "salt_digest", "sealing_salt",
     "dataset_instance", "expand_families", "load_dataset", "read_graph", "read_table",
     "register_dataset", "register_instance", "split_size", "generate_instance",
     "generate_split", "get_family", "get_mechanism_kind", "load_instance", "load_split",

@@ -46,6 +46,7 @@ from heuresis_env.generation.families import (
     get_family,
     sample_scm,
 )
+from heuresis_env.generation.salts import MIN_SALT_BITS, TEST_SALT_ENV, check_salt
 from heuresis_env.generation.scm import GRAPH_MODELS, SCM, calibrate_scm, standardize_columns
 from heuresis_env.graphs import Graph, GraphType, cpdag_from_dag
 from heuresis_env.progress import progress_bar
@@ -63,8 +64,6 @@ TRAIN_SPLIT_SIZE = 2**31
 SPLIT_SIZES: dict[str, int] = {"dev": 100, "test": 32, "train": TRAIN_SPLIT_SIZE}
 #: splits whose size is a bound, not a default count: a count must be given
 STREAM_SPLITS = ("train",)
-#: Environment variable holding the secret salt that seals the test split.
-TEST_SALT_ENV = "HEURESIS_TEST_SALT"
 #: Smallest number of rows accepted (the generator is meant for n ≥ 50; below 10 the
 #: map-output and column standardizations are too noisy to define an instance).
 MIN_ROWS = 10
@@ -270,37 +269,6 @@ def resolve_salt(split: str, salt: str | None = None) -> str | None:
     if salt is None:
         salt = os.environ.get(TEST_SALT_ENV) or None
     return salt or None
-
-
-#: the least entropy a test salt must carry, in bits (a weaker one can be guessed from the
-#: SHA-256 digest a run's config records, which unseals the split)
-MIN_SALT_BITS = 128
-_HEX = frozenset("0123456789abcdefABCDEF")
-_BASE64URL = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_=")
-
-
-def check_salt(salt: str) -> str:
-    """Refuse a test salt too weak to seal a split; returns the salt.
-
-    The rule counts the bits a salt of random characters from its alphabet would hold: 4 a
-    character for hexadecimal, 6 for URL-safe base64 (or any other text), so at least 32 hex
-    or 22 base64 characters (``secrets.token_hex(16)``, ``secrets.token_urlsafe(16)``); a salt
-    repeating one short pattern is refused whatever its length."""
-    if not isinstance(salt, str) or not salt:
-        raise HeuresisError(f"a test salt must be a non-empty string, got {type(salt).__name__}")
-    per_character = 4 if set(salt) <= _HEX else 6
-    bits = per_character * len(salt)
-    distinct = len(set(salt))
-    if bits < MIN_SALT_BITS or distinct < min(8, len(salt)):
-        need = -(-MIN_SALT_BITS // per_character)
-        found = (f"{len(salt)} characters hold at most {bits} bits" if bits < MIN_SALT_BITS
-                 else f"it uses only {distinct} distinct characters")
-        raise HeuresisError(
-            f"the test salt (${TEST_SALT_ENV}) is too weak to seal the test split: {found}, "
-            f"and a salt needs {MIN_SALT_BITS} bits of randomness (at least {need} random "
-            f"{'hexadecimal' if per_character == 4 else 'base64'} characters). Make one "
-            "with python -c \"import secrets; print(secrets.token_hex(16))\"")
-    return salt
 
 
 def key_seed_sequence(key: InstanceKey, salt: str | None = None) -> np.random.SeedSequence:

@@ -6,15 +6,19 @@ as any other harness. The tools and their JSON schemas are the registry's
 (:func:`heuresis_env.env.tool_schemas`) for the episode's toolbox and condition, plus
 ``reset`` (start the next episode); ``submit`` is a registry tool. Nothing from the hidden
 record is offered: a call returns the observation text, the tool's structured data and, once
-the episode is over, its scores.
+the episode is over, its scores — on a development split only. On a sealed test split the end
+of an episode returns no score (``heuresis score`` reads the traces after the session) and an
+instance played once cannot be played again, so tool calls cannot probe the truth.
 
 :func:`mcp_server` wraps it in the official ``mcp`` SDK's low-level server;
-:func:`serve_stdio` and :func:`serve_http` (streamable HTTP on 127.0.0.1) run it. The SDK is an
+:func:`serve_stdio` and :func:`serve_http` (streamable HTTP on 127.0.0.1, every request carrying a bearer token) run it. The SDK is an
 optional dependency (``pip install -e '.[mcp]'``), imported only there. See docs/mcp.md.
 """
 
 from __future__ import annotations
 
+import hmac
+import secrets
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -27,7 +31,7 @@ from heuresis_env.budgets import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STEPS
 from heuresis_env.env import HeuresisEnv, tool_schemas
 from heuresis_env.errors import HeuresisError
 from heuresis_env.files import json_safe
-from heuresis_env.generation.instances import resolve_salt
+from heuresis_env.generation.salts import sealing_salt
 from heuresis_env.version import __version__
 
 HOST = "127.0.0.1"
@@ -129,7 +133,10 @@ class EpisodeServer:
                                target=target, max_steps=max_steps, max_seconds=max_seconds,
                                d=d, n=n, interface="text",
                                trace_path=None if trace_dir is None else str(trace_dir),
-                               salt=resolve_salt(split, salt))
+                               salt=sealing_salt(split, salt))
+        #: a sealed test split: no scores leave the server, and no instance is played twice
+        self.sealed = self.env.split == "test" and sealing_salt(split, salt) is not None
+        self.played: set[int] = set()
         self._lock = threading.Lock()
         self._next_seed = int(seed)
         self._over = True
@@ -169,10 +176,11 @@ class EpisodeServer:
                 return self._reset_call(arguments)
             if self._over:
                 final = self.env.end_episode()
+                shown = ("" if self.sealed else
+                         f"; F1 = {final.get('scores', {}).get('f1', float('nan')):.3f}")
                 return ToolReply(
-                    f"Error: the episode is over ({final.get('termination_reason')}; "
-                    f"F1 = {final.get('scores', {}).get('f1', float('nan')):.3f}). Call "
-                    f"{RESET_TOOL} to start the next episode.",
+                    f"Error: the episode is over ({final.get('termination_reason')}{shown}). "
+                    f"Call {RESET_TOOL} to start the next episode.",
                     {"episode_over": True}, is_error=True)
             action = {"tool": name, "args": dict(arguments) if arguments is not None else {}}
             observation, _, terminated, truncated, info = self.env.step(action)
@@ -191,6 +199,9 @@ class EpisodeServer:
                                       or value < 0):
                 problems.append(f"{key} must be a non-negative integer, got {value!r}")
             values[key] = value
+        if self.sealed and values["index"] is not None and values["index"] in self.played:
+            problems.append(f"instance {values['index']} was already played in this session; "
+                            "on a sealed test split an instance is played once")
         if problems:
             return ToolReply("Error: " + "; ".join(problems), {}, is_error=True)
         try:
@@ -205,6 +216,7 @@ class EpisodeServer:
             seed, self._next_seed = self._next_seed, self._next_seed + 1
         options = {} if index is None else {"index": index}
         observation, info = self.env.reset(seed=seed, options=options)
+        self.played.add(int(info["instance_index"]))
         self._over = False
         self.episodes += 1
         data = {"episode": self.episodes, "instance_index": info["instance_index"],
@@ -220,7 +232,13 @@ class EpisodeServer:
                                 "tool": info.get("tool"), "error": error,
                                 "data": json_safe(info.get("data")), "episode_over": self._over}
         lines = [str(observation["text"])]
-        if self._over:
+        if self._over and self.sealed:
+            data.update(termination_reason=info.get("termination_reason"),
+                        submitted=bool(info.get("submitted")))
+            lines.append(f"\nEpisode over ({info.get('termination_reason')}). Scores are not "
+                         "shown on a sealed test split (`heuresis score` reads the traces after "
+                         f"the session). Call {RESET_TOOL} to start the next episode.")
+        elif self._over:
             scores = dict(info.get("scores") or {})
             data.update(termination_reason=info.get("termination_reason"),
                         submitted=bool(info.get("submitted")), scores=json_safe(scores))
@@ -287,9 +305,43 @@ def serve_stdio(episodes: EpisodeServer) -> None:
     anyio.run(main)
 
 
-def serve_http(episodes: EpisodeServer, port: int, path: str = "/mcp") -> None:
-    """Serve streamable HTTP on 127.0.0.1:``port`` until interrupted."""
+def new_token() -> str:
+    """A bearer token for the HTTP transport (256 random bits)."""
+    return secrets.token_urlsafe(32)
+
+
+class BearerTokenMiddleware:
+    """ASGI middleware: an HTTP request without ``Authorization: Bearer <token>`` gets 401."""
+
+    def __init__(self, app: Any, token: str):
+        if not isinstance(token, str) or len(token) < 16:
+            raise HeuresisError("the MCP server's HTTP token must be a string of at least 16 "
+                                "characters")
+        self.app, self._expected = app, f"Bearer {token}".encode()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope.get("type") == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self._expected):
+                body = b"missing or wrong bearer token (heuresis mcp printed it at start)"
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"text/plain"),
+                                        (b"www-authenticate", b"Bearer"),
+                                        (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def http_app(episodes: EpisodeServer, token: str, path: str = "/mcp") -> Any:
+    """The streamable HTTP app behind the bearer-token check."""
+    app = mcp_server(episodes).streamable_http_app(streamable_http_path=path, host=HOST)
+    return BearerTokenMiddleware(app, token)
+
+
+def serve_http(episodes: EpisodeServer, port: int, token: str, path: str = "/mcp") -> None:
+    """Serve streamable HTTP on 127.0.0.1:``port`` until interrupted; every request must
+    carry ``Authorization: Bearer <token>``."""
     import uvicorn
 
-    app = mcp_server(episodes).streamable_http_app(streamable_http_path=path, host=HOST)
-    uvicorn.run(app, host=HOST, port=port, log_level="warning")
+    uvicorn.run(http_app(episodes, token, path), host=HOST, port=port, log_level="warning")

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from heuresis_env.errors import HeuresisError, RunFormatError, UnknownNameError
+from heuresis_env.evaluation.integrity import verify_run
 from heuresis_env.evaluation.run_format import (
     EpisodeRecord,
     InstanceId,
@@ -373,6 +374,8 @@ def load_runs(paths: Sequence[str | os.PathLike], allow_mixed: bool = False) -> 
     if duplicates:
         raise HeuresisError(f"run directories given more than once: {duplicates}")
     loaded = [load_run(p) for p in resolved]
+    for run in loaded:  # scores are re-scored and seals checked, never trusted (issue 30)
+        verify_run(run)
     runs = [run for run in loaded if run.task == "graph"]
     question_runs = [run for run in loaded if run.task != "graph"]
     warnings = [w for run in loaded for w in run.warnings]

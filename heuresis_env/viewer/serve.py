@@ -10,6 +10,21 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 HOST = "127.0.0.1"
+#: the only host names a request may carry (a page of another site that a DNS name rebinds to
+#: 127.0.0.1 sends its own name and is refused)
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+def host_allowed(header: str | None) -> bool:
+    """Whether a request's ``Host`` header names the loopback interface (any port)."""
+    if not header:
+        return False
+    name = header.strip().lower()
+    if name.startswith("["):
+        name = name[: name.find("]") + 1] if "]" in name else name
+    else:
+        name = name.split(":", 1)[0]
+    return name in LOOPBACK_NAMES
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
@@ -18,6 +33,15 @@ class _QuietHandler(SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args) -> None:  # noqa: A002 - the base class's name
         if len(args) > 1 and str(args[1])[:1] in ("4", "5"):
             super().log_message(format, *args)
+
+    def parse_request(self) -> bool:
+        if not super().parse_request():
+            return False
+        if not host_allowed(self.headers.get("Host")):
+            self.send_error(421, "Misdirected Request: this server answers only to the "
+                                 "loopback names 127.0.0.1, localhost and [::1]")
+            return False
+        return True
 
     def end_headers(self) -> None:
         self.send_header("Cache-Control", "no-cache")

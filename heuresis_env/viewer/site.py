@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from heuresis_env.errors import HeuresisError
+from heuresis_env.evaluation.integrity import verify_run
 from heuresis_env.evaluation.run_format import (
     EpisodeRecord,
     RunDirectory,
@@ -304,6 +305,10 @@ def episode_payload(run: RunDirectory, run_name: str, episode: EpisodeRecord,
             extras, other_transcript = transcript_steps(events)
         except (OSError, ValueError) as exc:
             warnings.append(f"{run_name} {episode.episode_id}: transcript not read ({exc})")
+        except Exception as exc:  # noqa: BLE001 - a transcript of wrong types is skipped
+            warnings.append(f"{run_name} {episode.episode_id}: transcript not read (malformed: "
+                            f"{type(exc).__name__}: {exc})")
+            extras, other_transcript = [], None
 
     steps = []
     start = None
@@ -403,10 +408,19 @@ def _prepare(out: Path) -> None:
     (out / MARKER).write_text(f"heuresis {__version__} viewer site\n", encoding="utf-8")
 
 
+#: characters written as JSON escapes in embedded JSON: ``<`` and ``>`` (no ``</script>`` or
+#: ``<!--`` can open or close anything), ``&``, and the line separators JavaScript parsers of
+#: old treated as line ends
+_SCRIPT_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
+                   "\u2029": "\\u2029"}
+_SCRIPT_UNSAFE = re.compile("[<>&\u2028\u2029]")
+
+
 def _script_json(value: Any) -> str:
-    """JSON safe to embed in a script element or a script file (no ``</`` sequence)."""
+    """JSON safe to embed in a script element or a script file: ``<``, ``>``, ``&``, U+2028
+    and U+2029 are written as ``\\uXXXX`` escapes (the same string once parsed)."""
     text = json_compact(value, ensure_ascii=False)
-    return text.replace("</", "<\\/").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return _SCRIPT_UNSAFE.sub(lambda m: _SCRIPT_ESCAPES[m.group()], text)
 
 
 def _size_text(values: Iterable[Any]) -> int | str | None:
@@ -463,7 +477,7 @@ PARALLEL_MIN_EPISODES = 400
 class _Entry:
     """One episode's contribution to the site: its index row and what went wrong reading it."""
 
-    row: list[Any]
+    row: list[Any] | None  # None: the record was skipped
     warnings: list[str]
     has_trace: bool
     has_truth: bool
@@ -493,7 +507,17 @@ def search_text(steps: Sequence[Mapping[str, Any]], limit: int = MAX_SEARCH_CHAR
 
 def _episode_entry(run: RunDirectory, run_number: int, name: str, episode: EpisodeRecord,
                    truths: _Truths, delta: float | None, out: Path) -> _Entry:
-    """Write one episode's file and return its row of the index."""
+    """Write one episode's file and return its row of the index; a record too malformed to
+    show is skipped (no row) with a warning naming it."""
+    try:
+        return _written_entry(run, run_number, name, episode, truths, delta, out)
+    except Exception as exc:  # noqa: BLE001 - one bad record never costs the site
+        return _Entry(None, [f"{name} {getattr(episode, 'episode_id', '?')}: skipped, the "
+                             f"record is malformed ({type(exc).__name__}: {exc})"], False, False)
+
+
+def _written_entry(run: RunDirectory, run_number: int, name: str, episode: EpisodeRecord,
+                   truths: _Truths, delta: float | None, out: Path) -> _Entry:
     payload, problems = episode_payload(run, name, episode, truths, delta)
     file = f"r{run_number}-{episode_file_stem(episode.episode_id)}"
     text = f"heuresisEpisode({json.dumps(file)},{_script_json(payload)});\n"
@@ -548,13 +572,16 @@ def build_site(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLike
         raise HeuresisError(f"workers must be at least 1, got {workers!r}")
     paths = [Path(p) for p in run_dirs]
     runs = [load_run(p) for p in paths]
+    unchecked: list[str] = []
+    for run in runs:  # scores are re-scored and seals checked, never trusted (issue 30)
+        verify_run(run, warn=unchecked.append)
     names = run_names(paths)
     out = Path(out_dir)
     _prepare(out)
     for name in STATIC_FILES:
         shutil.copyfile(STATIC_DIR / name, out / "static" / name)
 
-    warnings = [w for run in runs for w in run.warnings]
+    warnings = [w for run in runs for w in run.warnings] + unchecked
     bca = bca_means(runs)
     items = [(run_number, episode, _delta(run, episode, bca))
              for run_number, run in enumerate(runs)
@@ -597,6 +624,8 @@ def build_site(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLike
     for written in entries:
         assert written is not None  # every position was built, in order
         warnings += written.warnings
+        if written.row is None:
+            continue
         rows.append(written.row)
         n_traces += written.has_trace
         n_truths += written.has_truth

@@ -38,7 +38,8 @@ def trained(tmp_path_factory):
 
 def test_training_writes_a_model_and_a_grouped_cross_validated_report(trained):
     out, report = trained
-    assert (out / "model.pkl").is_file() and (out / "report.json").is_file()
+    assert (out / "model.npz").is_file() and (out / "model.json").is_file()
+    assert (out / "report.json").is_file() and not list(out.glob("*.pkl"))
     summary = report["cross_validated"]["all"]
     assert summary["instances"] == 8
     assert 0 <= summary["f1_start"] <= 1 and len(summary["gain"]) == 3

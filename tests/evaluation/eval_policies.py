@@ -161,10 +161,11 @@ class RLObserver(Policy):
 
 
 def _runner_pid() -> int:
-    """The process that runs this policy's episodes: the parent, or the parent of the policy
-    launcher this process was forked from."""
+    """The process that runs this policy's episodes: the first ancestor that is neither the
+    policy's supervisor nor the policy launcher it was forked from."""
     pid = os.getppid()
-    if b"serve_launches" in Path(f"/proc/{pid}/cmdline").read_bytes():
+    while any(mark in Path(f"/proc/{pid}/cmdline").read_bytes()
+              for mark in (b"serve_launches", b"policy_process import main")):
         pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     return pid
 

@@ -3,7 +3,6 @@ identical budgets, error and truncation episodes, and the local vs Ray backends.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import os
@@ -32,6 +31,7 @@ from heuresis_env.evaluation import (
 from heuresis_env.evaluation import episode as episode_module
 from heuresis_env.evaluation.policies import parse_policy_options, resolve_policy_factory
 from heuresis_env.generation.instances import InstanceKey, generate_instance
+from heuresis_env.generation.salts import new_salt, salt_digest
 from heuresis_env.graphs import Graph
 from heuresis_env.metrics import score_graph
 from heuresis_env.policy import EpisodeSettings
@@ -227,18 +227,22 @@ def test_a_sealed_test_split_records_only_the_salt_digest(tmp_path, monkeypatch)
     monkeypatch.delenv("HEURESIS_TEST_SALT", raising=False)
     out = tmp_path / "run"
     options = {**SMALL, "split": "test", "families": ["lg"], "count": 1, "settings": SETTINGS}
-    evaluate(FISHER, out_dir=out, salt="s3cret", **options)
+    secret, other = new_salt(), new_salt()
+    evaluate(FISHER, out_dir=out, salt=secret, **options)
     config_text = (out / "config.json").read_text()
-    assert "s3cret" not in config_text
-    assert json.loads(config_text)["salt_digest"] == hashlib.sha256(b"s3cret").hexdigest()
+    assert secret not in config_text
+    assert json.loads(config_text)["salt_digest"] == salt_digest(secret)
+    assert json.loads(config_text)["salt_digest"].startswith("scrypt$")  # slow, keyed
     record = RunStore(out).read_results()[0]
     key = InstanceKey("lg", "test", 0, d=4, n=100)
-    assert record["instance_sha256"] == generate_instance(key, salt="s3cret").sha256
+    assert record["instance_sha256"] == generate_instance(key, salt=secret).sha256
     assert record["instance_sha256"] != generate_instance(key).sha256
     assert read_trace(out / record["trace"]).header["sealed"] is True
     with pytest.raises(HeuresisError, match="salt_digest: was"):
-        evaluate(FISHER, out_dir=out, salt="other", **options)
-    monkeypatch.setenv("HEURESIS_TEST_SALT", "s3cret")  # the environment variable is the same
+        evaluate(FISHER, out_dir=out, salt=other, **options)
+    with pytest.raises(HeuresisError, match="heuresis salt"):
+        evaluate(FISHER, out_dir=tmp_path / "weak", salt="s3cret", **options)
+    monkeypatch.setenv("HEURESIS_TEST_SALT", secret)  # the environment variable is the same
     assert evaluate(FISHER, out_dir=out, **options).resumed == 1
 
 

@@ -22,7 +22,9 @@ from heuresis_env.evaluation.policy_launcher import (
 from heuresis_env.evaluation.policy_process import (
     PolicyProcessError,
     PolicyProxy,
+    policy_cache_directory,
     policy_environment,
+    policy_key,
 )
 from heuresis_env.generation.instances import TEST_SALT_ENV
 
@@ -61,23 +63,26 @@ def test_policy_processes_are_forks_of_one_launcher_that_holds_no_salt():
                      for _ in range(2))
     try:
         reports = [proxy.usage() for proxy in (first, second)]
-        launcher = reports[0]["parent"]
-        assert reports[1]["parent"] == launcher != os.getpid()
+        # each policy process is the child of its supervisor (a subreaper holding its whole
+        # process tree), a fork of the launcher
+        supervisors = [report["parent"] for report in reports]
+        launcher = parent_of(supervisors[0])
+        assert parent_of(supervisors[1]) == launcher != os.getpid()
         assert parent_of(launcher) == os.getpid()  # the runner started the launcher
         assert b"serve_launches" in Path(f"/proc/{launcher}/cmdline").read_bytes()
         environment = Path(f"/proc/{launcher}/environ").read_bytes().split(b"\0")
         assert not any(b"launcher-test-salt" in entry for entry in environment)
-        assert (f"HEURESIS_CACHE_DIR={policy_environment(None)['HEURESIS_CACHE_DIR']}".encode()
-                in environment)
+        own_cache = policy_cache_directory(policy_key(PROBE, {}))  # the policy's own folder
+        assert f"HEURESIS_CACHE_DIR={own_cache}".encode() in environment
         # each policy process: its own session; the launcher's memory out of its reach;
         # NumPy's global generator seeded afresh, not copied from the launcher
         for report in reports:
-            assert os.getsid(report["pid"]) == report["pid"]
+            assert os.getsid(report["pid"]) == report["parent"]  # its supervisor's session
             assert report["parent_memory_readable"] is False
         assert reports[0]["numpy_draw"] != reports[1]["numpy_draw"]
-        status = launcher_for(policy_environment("launcher-test-salt")).status()
+        status = launcher_for(policy_environment("launcher-test-salt", own_cache)).status()
         assert status["pid"] == launcher and status["dumpable"] == 0
-        assert sorted(status["children"]) == sorted(r["pid"] for r in reports)
+        assert sorted(status["children"]) == sorted(supervisors)
     finally:
         first.close()
         second.close()
@@ -101,8 +106,8 @@ def test_when_the_launcher_dies_its_policy_processes_die_and_a_new_launcher_take
     proxy = PolicyProxy(PROBE, isolation="process")
     try:
         report = proxy.usage()
-        os.kill(report["parent"], signal.SIGKILL)
-        assert gone(report["pid"])  # PR_SET_PDEATHSIG: it died with the launcher
+        os.kill(parent_of(report["parent"]), signal.SIGKILL)  # the launcher
+        assert gone(report["parent"]) and gone(report["pid"])  # PR_SET_PDEATHSIG, twice
         with pytest.raises(PolicyProcessError):
             proxy.usage()
         replacement = PolicyProxy(PROBE, isolation="process")
@@ -127,7 +132,7 @@ def test_with_the_launcher_turned_off_each_policy_process_is_a_fresh_interpreter
     proxy = PolicyProxy(PROBE, isolation="process")
     try:
         report = proxy.usage()
-        assert report["parent"] == os.getpid()
+        assert parent_of(report["parent"]) == os.getpid()  # through its supervisor
         assert b"policy_process import main" in Path(f"/proc/{report['pid']}/cmdline").read_bytes()
     finally:
         proxy.close()

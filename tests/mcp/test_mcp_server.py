@@ -4,6 +4,7 @@ the server in a subprocess (stdio, and streamable HTTP on 127.0.0.1)."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -18,6 +19,10 @@ from heuresis_env.trace_files import read_trace
 
 mcp = pytest.importorskip("mcp", reason="the MCP SDK is the 'mcp' extra: pip install -e '.[mcp]'")
 from mcp import Client, StdioServerParameters  # noqa: E402
+from mcp.client.streamable_http import (  # noqa: E402
+    create_mcp_http_client,
+    streamable_http_client,
+)
 
 D, N, INDEX, STEPS = 5, 200, 2, 8
 #: every key a tool result's structured content may hold: nothing from the hidden record
@@ -164,9 +169,10 @@ def _free_port() -> int:
 def test_streamable_http_on_loopback(tmp_path):
     port = _free_port()
     log = open(tmp_path / "server.log", "w")  # noqa: SIM115 - closed below
+    token = "a-test-token-of-enough-length"
     server = subprocess.Popen([sys.executable, *server_args(
         tmp_path / "traces", "--transport", "http", "--port", str(port))],
-        stdout=log, stderr=subprocess.STDOUT)
+        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "HEURESIS_MCP_TOKEN": token})
     try:
         deadline = time.monotonic() + 120
         while True:
@@ -180,7 +186,9 @@ def test_streamable_http_on_loopback(tmp_path):
         out: dict = {}
 
         async def session() -> None:
-            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+            async with Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp",
+                                                     http_client=http)) as client:
                 out["tools"] = {t.name for t in (await client.list_tools()).tools}
                 out["ci"] = await client.call_tool(
                     "ci_test", {"x": "X1", "y": "X2", "method": "fisherz"})

@@ -18,6 +18,7 @@ from heuresis_env.evaluation import evaluate
 from heuresis_env.evaluation.run_format import load_run
 from heuresis_env.files import json_indented
 from heuresis_env.generation.instances import TEST_SALT_ENV, InstanceKey, generate_instance
+from heuresis_env.generation.salts import new_salt
 from heuresis_env.trace_files import read_trace
 from heuresis_env.viewer import build_site
 from heuresis_env.viewer.site import INDEX_COLUMNS, _clip, transcript_steps
@@ -191,18 +192,19 @@ def test_long_outputs_and_ledgers_are_cut_and_say_so():
 
 def test_a_sealed_run_shows_its_truth_only_with_the_salt(tmp_path, monkeypatch):
     monkeypatch.delenv(TEST_SALT_ENV, raising=False)
+    secret = new_salt()
     run = evaluate("tests.viewer.viewer_policies:EvidencePolicy", families=["lg"],
                    split="test", count=1, settings=SETTINGS, out_dir=tmp_path / "sealed",
-                   d=D, n=N, salt="viewer-salt", progress=False).out_dir
+                   d=D, n=N, salt=secret, progress=False).out_dir
     without = build_site([run], tmp_path / "a")
     payload = episode(without, rows(without)[0]["file"])
     assert payload["truth"] is None and TEST_SALT_ENV in payload["truth_note"]
     assert any(TEST_SALT_ENV in w for w in without.warnings) and without.n_truths == 0
-    monkeypatch.setenv(TEST_SALT_ENV, "viewer-salt")
+    monkeypatch.setenv(TEST_SALT_ENV, secret)
     with_salt = build_site([run], tmp_path / "b")
     assert with_salt.n_truths == 1
     assert episode(with_salt, rows(with_salt)[0]["file"])["comparison"]["correct"] is not None
-    monkeypatch.setenv(TEST_SALT_ENV, "another salt")
+    monkeypatch.setenv(TEST_SALT_ENV, new_salt())
     wrong = build_site([run], tmp_path / "c")
     assert wrong.n_truths == 0 and any("not the salt" in w for w in wrong.warnings)
 

@@ -182,7 +182,7 @@ def test_the_router_policy_reads_its_decision_back_from_its_disk_cache(tmp_path,
     env = gym.make("Heuresis-wild-v0", d=D, n=N)
     first = PaperRouterPolicy()
     run_episode(env, first, seed=0, options={"index": 0})
-    assert len(list((tmp_path / "policy-cache" / "routers").rglob("*.pkl"))) == 1
+    assert len(list((tmp_path / "policy-cache" / "routers").rglob("*.npz"))) == 1
     again = PaperRouterPolicy()
     run_episode(env, again, seed=0, options={"index": 0})
     recorded = [p.transcript()[0]["decision"] for p in (first, again)]
@@ -193,7 +193,7 @@ def test_the_router_policy_reads_its_decision_back_from_its_disk_cache(tmp_path,
     assert again.decision.graph == paper_router(instance.X, instance.names).graph
     run_episode(env, PaperRouterPolicy(tau=0.9), seed=0, options={"index": 0})  # other options
     run_episode(env, PaperRouterPolicy(), seed=0, options={"index": 1})  # other data
-    assert len(list((tmp_path / "policy-cache" / "routers").rglob("*.pkl"))) == 3
+    assert len(list((tmp_path / "policy-cache" / "routers").rglob("*.npz"))) == 3
 
 
 @pytest.mark.slow

@@ -108,7 +108,7 @@ def test_the_scratchpad_prior_is_read_back_from_its_disk_cache(tmp_path, monkeyp
     data, names = parabola_data(), PARABOLA_NAMES
     first = ScratchpadRouter()
     first_graph, _ = drive_on_data(first, data, names)
-    entries = list((tmp_path / "policy-cache" / "routers").rglob("*.pkl"))
+    entries = list((tmp_path / "policy-cache" / "routers").rglob("*.npz"))
     assert len(entries) == 1  # one prior: this data under these settings
     again = ScratchpadRouter()
     again_graph, _ = drive_on_data(again, data, names)
@@ -120,4 +120,4 @@ def test_the_scratchpad_prior_is_read_back_from_its_disk_cache(tmp_path, monkeyp
     # other settings or other data: another entry
     drive_on_data(ScratchpadRouter(alpha=0.01), data, names)
     drive_on_data(ScratchpadRouter(), data[::-1].copy(), names)
-    assert len(list((tmp_path / "policy-cache" / "routers").rglob("*.pkl"))) == 3
+    assert len(list((tmp_path / "policy-cache" / "routers").rglob("*.npz"))) == 3

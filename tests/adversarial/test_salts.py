@@ -1,0 +1,78 @@
+"""Route 5: weak salts are guessable. A weak salt is refused at every entry point, with the
+command that makes a strong one; a run records a slow keyed digest, not a SHA-256."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from heuresis_env.errors import HeuresisError
+from heuresis_env.evaluation import evaluate
+from heuresis_env.generation.salts import (
+    TEST_SALT_ENV,
+    check_salt,
+    digest_matches,
+    new_salt,
+    salt_digest,
+    sealing_salt,
+)
+from heuresis_env.mcp.server import EpisodeServer
+
+ROOT = Path(__file__).resolve().parents[2]
+WEAK = ("s3cret", "test-salt", "0" * 31 + "1", "ab" * 40, "0123456789abcdef" * 2, "a" * 64)
+
+
+@pytest.mark.parametrize("weak", WEAK)
+def test_a_weak_salt_is_refused_naming_the_command_that_makes_one(weak):
+    with pytest.raises(HeuresisError, match="heuresis salt"):
+        check_salt(weak)
+
+
+def test_weak_salts_are_refused_at_every_entry_point(tmp_path, monkeypatch):
+    monkeypatch.setenv(TEST_SALT_ENV, "s3cret")
+    with pytest.raises(HeuresisError, match="too weak"):
+        sealing_salt("test")
+    assert sealing_salt("dev") is None  # no salt applies to dev
+    with pytest.raises(HeuresisError, match="too weak"):
+        evaluate("pc-fisherz", families=["lg"], split="test", count=1, d=4, n=100,
+                 out_dir=tmp_path / "run", progress=False)
+    assert not (tmp_path / "run" / "config.json").exists()
+    with pytest.raises(HeuresisError, match="too weak"):
+        EpisodeServer(family="lg", split="test", d=4, n=100, trace_dir=tmp_path / "traces")
+
+
+def test_the_recorded_digest_is_slow_and_keyed_not_a_plain_sha256():
+    salt = new_salt()
+    digest = salt_digest(salt)
+    assert digest is not None and digest.startswith("scrypt$")
+    assert hashlib.sha256(salt.encode()).hexdigest() not in digest
+    assert digest_matches(salt, digest) and not digest_matches(new_salt(), digest)
+    # a guess costs a full scrypt evaluation (the cache of this process aside)
+    started = time.perf_counter()
+    for _ in range(3):
+        assert not digest_matches(new_salt(), digest)
+    assert (time.perf_counter() - started) / 3 > 0.01
+
+
+def test_the_salt_command_prints_a_strong_salt_and_checks_one():
+    env = {k: v for k, v in os.environ.items() if k != TEST_SALT_ENV}
+    made = subprocess.run([sys.executable, "-m", "heuresis_env.cli", "salt"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    salt = made.stdout.strip()
+    assert check_salt(salt) == salt and len(salt) == 64
+    good = subprocess.run([sys.executable, "-m", "heuresis_env.cli", "salt", "--check"],
+                          cwd=ROOT, env={**env, TEST_SALT_ENV: salt}, capture_output=True,
+                          text=True, timeout=120)
+    assert good.returncode == 0 and "strong enough" in good.stdout
+    bad = subprocess.run([sys.executable, "-m", "heuresis_env.cli", "salt", "--check"],
+                         cwd=ROOT, env={**env, TEST_SALT_ENV: "hunter2"}, capture_output=True,
+                         text=True, timeout=120)
+    assert bad.returncode == 2 and "heuresis salt" in bad.stderr
+    assert "Traceback" not in bad.stderr

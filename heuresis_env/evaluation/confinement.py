@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
+import importlib.util
 import os
 import signal
 import socket
@@ -125,11 +126,26 @@ def _closed_ancestors(path: str) -> list[str]:
     return closed
 
 
+def _package_roots() -> list[str]:
+    """The folders an editable install maps this project's packages to (its finder answers
+    for them without their folder on ``sys.path``): the policy process imports from there."""
+    roots = []
+    for name in ("heuresis_env", "agents", "baselines", "heuresis", "tests"):
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            roots.append(os.path.dirname(os.path.abspath(location)))
+    return roots
+
+
 def runtime_paths() -> list[str]:
     """What a policy process needs to read to run: ``sys.path``, the interpreter and its
     prefixes (real paths; the working folder is added by the caller)."""
     paths = [*sys.path, sys.prefix, sys.base_prefix, sys.exec_prefix,
-             os.path.dirname(os.path.realpath(sys.executable or "/usr/bin/python3"))]
+             os.path.dirname(os.path.realpath(sys.executable or "/usr/bin/python3")),
+             *_package_roots()]
     found = []
     for path in paths:
         if path and os.path.exists(path):
@@ -216,6 +232,7 @@ def _build_mounts(config: Mapping[str, Any], privilege: str) -> None:
         private = folder in covered
         mount("tmpfs", folder, "tmpfs", ms.MS_NOSUID | ms.MS_NODEV,
               f"size={PRIVATE_TMP_SIZE},mode=1777" if private else "size=1m,mode=0755")
+    os.umask(0o022)  # mount points in the private tmpfs: traversable by the policy's uid
     for path, is_folder, fd in clones:
         if is_folder:
             os.makedirs(path, exist_ok=True)

@@ -43,8 +43,9 @@ def new_salt() -> str:
 
 
 def _period(text: str) -> int:
-    """The length of the shortest block whose repetition gives ``text``."""
-    for p in range(1, len(text)):
+    """The length of the shortest block whose repetition (twice at least) gives ``text``; a
+    random text's last characters matching its first ones is no repetition."""
+    for p in range(1, len(text) // 2 + 1):
         if all(text[i] == text[i % p] for i in range(p, len(text))):
             return p
     return len(text)

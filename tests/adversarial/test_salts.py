@@ -76,3 +76,13 @@ def test_the_salt_command_prints_a_strong_salt_and_checks_one():
                          text=True, timeout=120)
     assert bad.returncode == 2 and "heuresis salt" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_a_random_salt_whose_end_repeats_its_start_is_strong():
+    """A random salt is no repetition because its last characters equal its first: such salts
+    (1 in 16 of `secrets.token_hex(16)`) must pass."""
+    from heuresis_env.generation.salts import check_salt, salt_bits
+
+    salt = "a" + "0123456789bcdef0123456789bcdef" + "a"  # 32 hex characters, ends as it starts
+    assert salt_bits(salt) == 128 and check_salt(salt) == salt
+    assert salt_bits("0123456789abcdef" * 2) == 64  # a real repetition still counts once

@@ -27,8 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(flattened observation; invalid actions are error steps)")
     parser.add_argument("--steps", type=int, default=20_000,
                         help="PPO environment steps (after the warm start; default 20000)")
-    parser.add_argument("--out", required=True, help="output directory (model.zip, policy.json, "
-                                                     "report.json, learning_curve.png)")
+    parser.add_argument("--out", required=True, help="output directory (model.npz, model.json, "
+                                                     "policy.json, report.json, learning_curve.png)")
     parser.add_argument("--dev-count", type=int, default=100,
                         help="development instances to train on (the first N; default 100)")
     parser.add_argument("--test-count", type=int, default=32,

@@ -1,18 +1,33 @@
-"""Convert the pickled learned-repair model (``model.pkl``) to the safe format once.
+"""Convert pickled models to the safe formats, once, on files you trust.
 
-    python scripts/convert_models.py [MODEL_DIR ...]   (default: agents/data/learned_repair)
+    python scripts/convert_models.py rl [MODEL_DIR ...]
+        (default: every shipped RL model directory under agents/data that still holds a
+        model.zip)
+    python scripts/convert_models.py learned-repair [MODEL_DIR ...]
+        (default: agents/data/learned_repair)
 
-Reads ``model.pkl`` — a pickle, so run this only on a file you trust, such as the one this
-repository shipped — writes ``model.npz`` and ``model.json`` beside it
-(:mod:`agents.learned_repair.safe_model`), checks that the converted model gives the same
-probabilities as the pickled one on 2,000 rows (with missing values), and deletes the pickle.
-Nothing in the package reads a pickle any more.
+``rl``: reads stable-baselines3's ``model.zip`` (it unpickles parts of itself when loaded, so
+run this only on a file you trust, such as one this repository shipped), writes ``model.npz``
++ ``model.json`` beside it (:mod:`agents.rl.model_files`, no pickle), checks that the model
+read back from those files gives the same action logits as the zip on a fixed set of
+observations (256 drawn from the model's observation space with a fixed seed and the start
+observations of two real instances), and deletes the zip.
+
+``learned-repair``: reads ``model.pkl`` (a pickle: likewise only a trusted file), writes
+``model.npz`` and ``model.json`` (:mod:`agents.learned_repair.safe_model`), checks equal
+probabilities on 2,000 rows (with missing values), and deletes the pickle.
+
+Nothing in the packages reads a pickle: this script is not imported by them and is never run
+by ``heuresis``.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import pickle
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -20,20 +35,20 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agents.learned_repair.classifier import (  # noqa: E402
-    MODEL_FEATURES,
-    MODEL_FILE,
-    load_classifier,
-    save_classifier,
-)
 
+def convert_learned_repair(directory: Path) -> None:
+    from agents.learned_repair.classifier import (
+        MODEL_FEATURES,
+        MODEL_FILE,
+        load_classifier,
+        save_classifier,
+    )
 
-def convert(directory: Path) -> None:
     legacy = directory / "model.pkl"
     if not legacy.is_file():
         raise SystemExit(f"{legacy}: no pickled model to convert")
     with open(legacy, "rb") as f:
-        saved = pickle.load(f)  # noqa: S301 - the trusted, shipped file, converted once
+        saved = pickle.load(f)  # noqa: S301 - a trusted file, converted once
     old = saved["model"]
     if saved.get("features") != list(MODEL_FEATURES):
         raise SystemExit(f"{legacy} was trained on other features: {saved.get('features')}")
@@ -56,6 +71,82 @@ def convert(directory: Path) -> None:
     print(f"{directory}: model.pkl → {MODEL_FILE} + model.json (largest difference {gap:.1e})")
 
 
+def _real_observations(config: dict) -> list[dict]:
+    """The start observations of two development instances at the model's d (n = 200)."""
+    import gymnasium as gym
+
+    from heuresis_env.registration import env_id
+
+    family = config["family"] if config["family"] != "all" else "lg"
+    env = gym.make(env_id(family), interface="rl", guided=bool(config.get("guided", True)),
+                   d=int(config["d"]), n=200, split="dev", indices=[0, 1])
+    try:
+        return [env.reset(seed=k, options={"index": k})[0] for k in (0, 1)]
+    finally:
+        env.close()
+
+
+def convert_rl(directory: Path) -> None:
+    import json
+
+    from agents.rl.model_files import DESCRIPTION_FILE
+    from agents.rl.policy import CONFIG_FILE, MODEL_FILE, SB3_ARCHIVE, RLPolicy, load, save
+
+    archive = directory / SB3_ARCHIVE
+    if not archive.is_file():
+        raise SystemExit(f"{archive}: no stable-baselines3 archive to convert")
+    config = json.loads((directory / CONFIG_FILE).read_text(encoding="utf-8"))
+    if config["algo"] == "maskable_ppo":
+        from sb3_contrib import MaskablePPO as Algorithm
+    else:
+        from stable_baselines3 import PPO as Algorithm
+    old_model = Algorithm.load(str(archive), device="cpu")  # unpickles: a trusted file only
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    config_before = (directory / CONFIG_FILE).read_bytes()
+    save(old_model, config, directory,
+         provenance={"written_by": "scripts/convert_models.py rl",
+                     "converted_from": {"file": SB3_ARCHIVE, "sha256": digest,
+                                        "stable_baselines3": old_model.__dict__.get(
+                                            "_stable_baselines3_version", "unknown")}})
+    (directory / CONFIG_FILE).write_bytes(config_before)  # unchanged, byte for byte
+    old = RLPolicy(old_model, config)
+    new = load(directory)
+    space = old_model.observation_space
+    space.seed(0)
+    observations = [space.sample() for _ in range(256)] + _real_observations(config)
+    largest, identical = 0.0, True
+    for observation in observations:
+        expected, got = old.model_logits(observation), new.model_logits(observation)
+        identical &= bool(np.array_equal(expected, got))
+        largest = max(largest, float(np.max(np.abs(expected.astype(np.float64) - got))))
+    if largest > 1e-6:
+        for name in (MODEL_FILE, DESCRIPTION_FILE):
+            (directory / name).unlink()
+        raise SystemExit(f"{directory}: the converted model's logits differ from the zip's by "
+                         f"{largest:g}; nothing deleted")
+    archive.unlink()
+    print(f"{directory}: {SB3_ARCHIVE} → {MODEL_FILE} + {DESCRIPTION_FILE}; action logits on "
+          f"{len(observations)} observations {'bit-identical' if identical else 'allclose'} "
+          f"(largest difference {largest:.1e}); zip deleted")
+
+
+def main(argv: list[str]) -> None:
+    if not argv or argv[0] not in ("rl", "learned-repair"):
+        raise SystemExit(__doc__)
+    kind, directories = argv[0], [Path(a) for a in argv[1:]]
+    if kind == "learned-repair":
+        for directory in directories or [ROOT / "agents" / "data" / "learned_repair"]:
+            convert_learned_repair(directory)
+        return
+    if not directories:
+        directories = sorted(p.parent for p in (ROOT / "agents" / "data").rglob("model.zip"))
+        if not directories:
+            raise SystemExit("no model.zip left under agents/data: nothing to convert")
+    # the checks' real observations compute evidence: keep that out of the user's cache
+    os.environ.setdefault("HEURESIS_CACHE_DIR", tempfile.mkdtemp(prefix="heuresis-convert-"))
+    for directory in directories:
+        convert_rl(directory)
+
+
 if __name__ == "__main__":
-    for argument in sys.argv[1:] or [str(ROOT / "agents" / "data" / "learned_repair")]:
-        convert(Path(argument))
+    main(sys.argv[1:])

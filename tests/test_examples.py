@@ -51,7 +51,7 @@ def test_compare_llm_backends_runs_both_sdks_against_the_loopback_server(tmp_pat
 def test_train_repair_policy_trains_reloads_and_runs_the_policy(tmp_path):
     out = run_example("train_repair_policy.py", "--out", str(tmp_path / "rl"))
     assert "difference" in out  # the report's paired comparison with the seed
-    for name in ("model.zip", "policy.json", "report.json", "learning_curve.png"):
+    for name in ("model.npz", "model.json", "policy.json", "report.json", "learning_curve.png"):
         assert (tmp_path / "rl" / name).is_file()
     runs = [line for line in out.splitlines() if line.startswith("dev instance")]
     assert len(runs) == 3 and all("F1 " in line for line in runs)

@@ -6,7 +6,8 @@ action at a time (add, remove, orient, test, submit; ``heuresis_env.env.rl_view`
 ``MaskablePPO`` (invalid actions masked through ``action_masks()``) or plain ``PPO`` (the
 observation flattened to one ``Box``; an invalid action is then an error step that costs a
 step and changes nothing), evaluates it against the guided start on held-out test instances
-with a paired bootstrap, and writes ``model.zip``, ``policy.json``, ``report.json`` and a
+with a paired bootstrap, and writes ``model.npz`` + ``model.json`` (the network, no pickle:
+:mod:`~agents.rl.model_files`), ``policy.json``, ``report.json`` and a
 learning curve. :func:`load` returns an :class:`RLPolicy`, a
 :class:`~heuresis_env.policy.Policy` like any other (entry point ``rl`` with ``path=``).
 
@@ -27,9 +28,9 @@ The ``heuresis train`` subcommand is :mod:`agents.cli_train`, outside this packa
 the ``heuresis`` command does not load torch at start-up. ``docs/rl.md`` gives the evidence
 for each design choice.
 
-Compatibility: a model saved by stable-baselines3 names its policy class by import path; the
-shipped model was saved when this package was one module and names
-``agents.rl.PairwiseMaskablePolicy``, which the re-export below keeps valid.
+Models are saved and read without pickle (:mod:`~agents.rl.model_files`); a
+stable-baselines3 ``model.zip`` is refused (``scripts/convert_models.py rl`` converts a
+trusted one).
 """
 
 import sys

@@ -9,10 +9,9 @@ and −log10 of the table's p-values)
 pass through the same MLP; a second layer mixes in the mean embedding of each end node
 and of the whole graph; submit and the value read the pooled embedding.
 
-A model saved by stable-baselines3 pickles its policy class by path. The shipped model
-(``agents/data/rl_repair_wild/model.zip``) was saved when this module was ``agents/rl.py`` and
-names ``agents.rl.PairwiseMaskablePolicy``; ``agents.rl`` re-exports the classes below under
-those names, so it keeps loading (``tests/agents/rl/test_policy.py`` checks it).
+A saved model names its policy class only through (algorithm, architecture), and
+:mod:`agents.rl.model_files` rebuilds the class below from code before loading the weights
+(no pickle).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Repair policies as :class:`~heuresis_env.policy.Policy` objects: a trained model acting on
 the RL view with the masks applied (:class:`RLPolicy`, entry point ``rl`` via :func:`load`),
 the guided start submitted unchanged (:class:`SubmitStartPolicy`, entry point
-``guided-start``), and saving and loading a trained model with its config."""
+``guided-start``), and saving and loading a trained model with its config (the network in
+the no-pickle format of :mod:`agents.rl.model_files`: ``model.npz`` + ``model.json``)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from agents.checks import check_choice
+from agents.rl.model_files import DESCRIPTION_FILE, WEIGHTS_FILE, read_model, write_model
 from agents.rl.spaces import FLAT_KEYS, ActionMasker, uses_orientations
 from heuresis_env.cache import RecordLog, cache_root
 from heuresis_env.env import LAYOUT_KEYS, RL_OBSERVATION_LAYOUT, RL_OPERATIONS, rl_action_table
@@ -45,7 +47,10 @@ __all__ = [
 ALGORITHMS = ("maskable_ppo", "ppo")
 #: policy networks: one encoder shared by all pairs, or SB3's default MLP on the flat input
 ARCHITECTURES = ("pairwise", "mlp")
-MODEL_FILE = "model.zip"
+#: the weights (the network's description, ``model.json``, lies beside them)
+MODEL_FILE = WEIGHTS_FILE
+#: what stable-baselines3 saves: it unpickles parts of itself when loaded, so never read here
+SB3_ARCHIVE = "model.zip"
 #: the packages that compute a model's logits: their versions are part of the logits cache's key
 NETWORK_PACKAGES = ("torch", "stable-baselines3", "sb3-contrib")
 CONFIG_FILE = "policy.json"
@@ -132,6 +137,7 @@ class RLPolicy(Policy):
     def configure(self, settings: EpisodeSettings) -> None:
         if self.model_file is not None and self._logits_log is None:
             digest = hashlib.sha256(self.model_file.read_bytes())
+            digest.update((self.model_file.parent / DESCRIPTION_FILE).read_bytes())
             versions = package_versions()  # another torch may round the logits differently
             digest.update(repr([versions.get(name) for name in NETWORK_PACKAGES]).encode())
             self._logits_log = RecordLog(cache_root() / "rl_logits"
@@ -180,7 +186,7 @@ class RLPolicy(Policy):
 
         A deterministic function of the model file and the model's input, so a policy loaded
         from a file keeps them in its own disk cache (``rl_logits/<model hash>.jsonl`` under
-        the policy process's cache folder; the hash also covers the versions of torch,
+        the policy process's cache folder; the hash covers the weights, their description and the versions of torch,
         stable-baselines3 and sb3-contrib) keyed by a hash of the input: a rerun on the same
         instances reads them back, bit for bit, without importing torch or loading the model.
         """
@@ -259,11 +265,13 @@ def policy_config(algo: str, architecture: str, family: str, d: int, n: int,
             **extra}
 
 
-def save(model: Any, config: dict[str, Any], out_dir: str | os.PathLike) -> Path:
-    """Write ``model.zip`` and ``policy.json`` (the config :func:`load` reads) into out_dir."""
+def save(model: Any, config: dict[str, Any], out_dir: str | os.PathLike,
+         provenance: dict[str, Any] | None = None) -> Path:
+    """Write the network of an SB3 algorithm (``model.npz`` + ``model.json``, no pickle) and
+    ``policy.json`` (the config :func:`load` reads) into out_dir."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    model.save(str(out / MODEL_FILE))
+    write_model(model.policy, str(config["algo"]), str(config["architecture"]),
+                dict(model.policy_kwargs), out, provenance)
     (out / CONFIG_FILE).write_text(json.dumps(config, indent=2), encoding="utf-8")
     return out
 
@@ -281,11 +289,13 @@ def algorithm_class(algo: str) -> type:
 
 def load(path: str | os.PathLike | None = None, deterministic: bool = True, seed: int = 0,
          device: str = "cpu", model: str | None = None) -> RLPolicy:
-    """A trained policy from a training directory (or its ``model.zip``); the ``rl`` factory.
+    """A trained policy from a training directory (or its ``model.npz``); the ``rl`` factory.
 
     ``model`` names a shipped policy instead (:data:`SHIPPED_MODELS`: ``all``, a family name,
     ``wild-layout1``); without either, the all-family policy in ``agents/data/rl_repair_all``
-    (:data:`SHIPPED_MODEL_DIR`)."""
+    (:data:`SHIPPED_MODEL_DIR`). The network is rebuilt from code and its weights read as
+    plain arrays (:mod:`agents.rl.model_files`); a stable-baselines3 ``model.zip``, which
+    unpickles when loaded, is refused."""
     if path is not None and model is not None:
         raise HeuresisError("give the RL policy a path or a shipped model name, not both "
                             f"(path={str(path)!r}, model={model!r})")
@@ -294,13 +304,24 @@ def load(path: str | os.PathLike | None = None, deterministic: bool = True, seed
         check_choice("shipped RL model", name, tuple(SHIPPED_MODELS))
         path = SHIPPED_MODELS[name]
     path = Path(path)
-    directory = path.parent if path.suffix == ".zip" else path
-    model_file = path if path.suffix == ".zip" else path / MODEL_FILE
+    directory = path if path.is_dir() or not path.suffix else path.parent
+    if path.suffix == ".zip" or (not (directory / MODEL_FILE).exists()
+                                 and (directory / SB3_ARCHIVE).exists()):
+        zip_file = path if path.suffix == ".zip" else directory / SB3_ARCHIVE
+        raise HeuresisError(f"{zip_file} is a stable-baselines3 archive, which runs code "
+                            "from its pickled parts when loaded, so heuresis never loads it; a "
+                            f"model is {MODEL_FILE} + {DESCRIPTION_FILE} (written by "
+                            "`heuresis train`). Convert a zip you trust, once, with `python "
+                            "scripts/convert_models.py rl DIR`")
+    if path.suffix and path.name not in (MODEL_FILE, DESCRIPTION_FILE):
+        raise HeuresisError(f"{path}: give the RL policy a model directory or its "
+                            f"{MODEL_FILE}")
+    model_file = directory / MODEL_FILE
     config_file = directory / CONFIG_FILE
     if not model_file.is_file():
         raise HeuresisError(f"no trained model at {model_file}; give the directory that "
-                            f"`heuresis train --out DIR` wrote (it holds {MODEL_FILE} and "
-                            f"{CONFIG_FILE})")
+                            f"`heuresis train --out DIR` wrote (it holds {MODEL_FILE}, "
+                            f"{DESCRIPTION_FILE} and {CONFIG_FILE})")
     if not config_file.is_file():
         raise HeuresisError(f"{config_file} is missing; it records how the model was trained "
                             "(algorithm, d, observation layout) and is written beside "
@@ -322,7 +343,15 @@ def load(path: str | os.PathLike | None = None, deterministic: bool = True, seed
                             f"{list(FEATURE_NAMES)}; retrain it")
     algorithm = config["algo"]
     check_choice("RL algorithm", algorithm, ALGORITHMS)
+
+    def load_network() -> Any:
+        loaded = read_model(directory, device=device)
+        described = (loaded.description["algo"], loaded.description["architecture"])
+        if described != (algorithm, config.get("architecture", "pairwise")):
+            raise HeuresisError(f"{directory / DESCRIPTION_FILE} describes a {described} "
+                                f"network; {config_file} a {algorithm} "
+                                f"{config.get('architecture')} one")
+        return loaded
+
     return RLPolicy(None, config, deterministic=deterministic, seed=seed,
-                    load_model=lambda: algorithm_class(algorithm).load(str(model_file),
-                                                                       device=device),
-                    model_file=model_file)
+                    load_model=load_network, model_file=model_file)

@@ -1,6 +1,7 @@
 """``train``: learn a repair policy on the development instances of a family with
 (Maskable)PPO, evaluate it against the guided start on held-out test instances with a paired
-bootstrap, and write ``model.zip``, ``policy.json``, ``report.json`` and a learning curve.
+bootstrap, and write ``model.npz`` + ``model.json`` (the network, no pickle), ``policy.json``,
+``report.json`` and a learning curve.
 
 Training pays the change in adjacency F1 of every edit (``reward="shaped"``); submit is a
 pass and the policy neither orients under ``target="none"`` nor undoes its own edits
@@ -29,6 +30,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from agents.checks import check_choice, check_int
 from agents.rl.envs import evaluate_policy, make_training_env, warm_evidence
+from agents.rl.model_files import DESCRIPTION_FILE
 from agents.rl.network import PairwiseMaskablePolicy, PairwisePolicy
 from agents.rl.plots import binned_curve, plot_learning_curve
 from agents.rl.policy import (
@@ -346,7 +348,8 @@ def train(family: str = "wild", algo: str = "maskable_ppo", steps: int = 20_000,
     training_cpu_seconds = time.process_time() - cpu_started
     env.close()
 
-    save(model, config, out)
+    save(model, config, out, provenance={"written_by": "agents.rl.train", "family": family,
+                                         "steps": steps, "seed": seed})
 
     say(f"evaluating on {len(test)} test instances")
     started = time.perf_counter()
@@ -388,7 +391,9 @@ def train(family: str = "wild", algo: str = "maskable_ppo", steps: int = 20_000,
     plot_learning_curve(curve, out / CURVE_FILE, test_gain=difference,
                         title=f"{algo} ({architecture}) on {family}, d={d}, n={n}: "
                               f"test ΔF1 {difference.mean:+.3f}")
-    report.files = {"model": str(out / MODEL_FILE), "config": str(out / CONFIG_FILE),
+    report.files = {"model": str(out / MODEL_FILE),
+                    "model_description": str(out / DESCRIPTION_FILE),
+                    "config": str(out / CONFIG_FILE),
                     "report": str(out / REPORT_FILE), "learning_curve": str(out / CURVE_FILE)}
     (out / REPORT_FILE).write_text(json.dumps(report.to_dict(), indent=2), encoding="utf-8")
     return report

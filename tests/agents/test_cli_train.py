@@ -24,7 +24,7 @@ def test_cli_trains_evaluates_and_writes_everything(tmp_path):
                               "--d", "5", "--n", "200", "--max-steps", "10",
                               "--resamples", "200", "--n-envs", "1"])
     assert cli_train.run(args) == 0
-    for name in ("model.zip", "policy.json", "report.json", "learning_curve.png"):
+    for name in ("model.npz", "model.json", "policy.json", "report.json", "learning_curve.png"):
         assert (out / name).is_file(), name
     report = json.loads((out / "report.json").read_text())
     assert report["test_indices"] == [0, 1] and len(report["policy_f1"]) == 2

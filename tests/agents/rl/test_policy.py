@@ -1,13 +1,10 @@
 """Repair policies (agents.rl.policy): save and load round-trip identically, a loaded policy
 stays within the masks under run_episode, the guided start scores PC-KCI's output, and the
-shipped model loads through the class path its archive names."""
+shipped models load from their no-pickle files (model.npz + model.json)."""
 
 from __future__ import annotations
 
-import base64
 import json
-import pickle
-import zipfile
 
 import gymnasium as gym
 import numpy as np
@@ -66,7 +63,7 @@ def test_learns_64_steps_and_round_trips_identically(algo, architecture, tmp_pat
 def test_loaded_policy_runs_through_run_episode_within_the_masks(algo, tmp_path):
     model, config = tiny_model(algo)
     save(model, config, tmp_path)
-    policy = load(tmp_path / "model.zip")
+    policy = load(tmp_path / MODEL_FILE)
     policy.configure(EpisodeSettings(max_steps=25, guided=True, target="dag"))
     audit = MaskAudit(rl_env("dag", max_steps=25))
     result = run_episode(audit, policy, seed=0, options={"index": 1})
@@ -140,13 +137,18 @@ def test_submit_start_policy_scores_pc_kci_output():
         assert result.steps == 1 and result.finished
 
 
-def test_shipped_model_loads_through_the_class_path_its_archive_names():
-    """The shipped model.zip was saved when agents.rl was one module and names its policy class
-    agents.rl.PairwiseMaskablePolicy; the package re-exports it, so ``load()`` still works."""
-    with zipfile.ZipFile(SHIPPED_MODELS["wild-layout1"] / MODEL_FILE) as archive:
-        recorded = json.loads(archive.read("data"))["policy_class"]
-    assert recorded["__module__"] == "agents.rl"
-    assert pickle.loads(base64.b64decode(recorded[":serialized:"])) is PairwiseMaskablePolicy
+def test_a_saved_model_is_plain_arrays_and_a_description_and_rebuilds_the_class(tmp_path):
+    """``save`` writes no pickle: model.npz holds plain arrays (read with allow_pickle=False)
+    and model.json names the policy class of the algorithm and architecture; the shipped
+    layout-1 model rebuilds the pairwise class from code."""
+    model, config = tiny_model("maskable_ppo")
+    save(model, config, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.json", MODEL_FILE,
+                                                          "policy.json"]
+    with np.load(tmp_path / MODEL_FILE, allow_pickle=False) as archive:
+        assert set(archive.files) == set(model.policy.state_dict())
+    described = json.loads((tmp_path / "model.json").read_text())
+    assert described["policy_class"] == "agents.rl.network:PairwiseMaskablePolicy"
     policy = load(model="wild-layout1")
     assert type(policy.model.policy) is PairwiseMaskablePolicy
     assert policy.d == 10 and policy.config["architecture"] == "pairwise"
@@ -221,10 +223,10 @@ def test_building_the_policy_reads_its_size_without_torch_and_configure_loads_th
     assert completed.stdout.split() == ["10", "False"], completed.stderr[-2000:]
     model, config = tiny_model("maskable_ppo")
     save(model, config, tmp_path)
-    (tmp_path / MODEL_FILE).write_bytes(b"not a zip archive")
+    (tmp_path / MODEL_FILE).write_bytes(b"not an archive of arrays")
     policy = load(tmp_path)  # the config alone is read here
     assert policy.d == config["d"]
-    with pytest.raises(Exception, match="zip|File is not"):
+    with pytest.raises(HeuresisError, match="SHA-256"):
         policy.configure(SETTINGS)
 
 

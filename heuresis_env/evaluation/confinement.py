@@ -299,7 +299,12 @@ def kill_descendants() -> None:
 def supervise(run_policy: Any) -> None:
     """Become a child subreaper, run ``run_policy()`` in a forked child, and on ``SIGTERM``,
     on the child's exit or on the runner's death kill the whole tree below; exit with the
-    child's status."""
+    child's status.
+
+    The runner's death (or its launcher's) reaches the supervisor as ``SIGTERM`` — its
+    parent-death signal, which it handles by killing the tree first — not as ``SIGKILL``,
+    which would orphan the tree (its orphans would go to init, alive)."""
+    parent = os.getppid()
     linux.check(linux.prctl(_PR_SET_CHILD_SUBREAPER, 1),
                         "prctl(PR_SET_CHILD_SUBREAPER)")
     linux.prctl(linux.PR_SET_DUMPABLE, 0)  # the policy cannot trace it
@@ -317,6 +322,9 @@ def supervise(run_policy: Any) -> None:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGTERM)  # replaces SIGKILL: kill the tree first
+    if os.getppid() != parent:  # the parent died before the line above
+        stop(signal.SIGTERM, None)
     os.closerange(3, 65536)  # the supervisor keeps no pipe of the runner: only the policy
     while ended["status"] is None:
         try:

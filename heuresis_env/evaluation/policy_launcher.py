@@ -21,8 +21,9 @@ interpreter's would be (Python's ``random`` reseeds itself after a fork).
 The runner talks to the launcher over a Unix ``SOCK_SEQPACKET`` socket: ``spawn`` (the pipes
 travel as ``SCM_RIGHTS``; the reply is the child's pid), ``wait`` (the child's exit code,
 ``None`` while it runs; the launcher reaps only when asked, so a pid is never reused while the
-runner may still signal it) and ``status`` (its pid, live children and dumpable flag). The launcher exits, killing its children, when the runner's end
-of the socket closes — the runner died or closed it.
+runner may still signal it) and ``status`` (its pid, live children and dumpable flag). The launcher exits, ending its children, when the runner's end
+of the socket closes — the runner died or closed it: ``SIGTERM`` first, so that a supervisor
+of ``process`` isolation kills its policy's whole tree, then ``SIGKILL``.
 
 ``$HEURESIS_POLICY_LAUNCHER=0`` turns the launcher off (a fresh interpreter per policy process,
 as before; ``benchmarks/bench_policy_process.py`` compares both).
@@ -305,16 +306,42 @@ def serve_launches(fd: int, child_main: Callable[[int, int, Any], None]) -> None
                 reply = {"error": f"unknown request {op!r} (or a pid that is not a child)"}
             connection.send(json.dumps(reply).encode("utf-8"))
     finally:
-        for pid in children:
-            for kill in (os.killpg, os.kill):
-                try:
-                    kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
+        _end_children(children)
+
+
+#: how long the launcher's children get to end their trees after SIGTERM before SIGKILL
+END_SECONDS = 5.0
+
+
+def _end_children(children: set[int]) -> None:
+    """End every child: ``SIGTERM`` first (a supervisor of ``process`` isolation then kills
+    its policy's whole tree, daemons included; a confined policy's namespace ends with its
+    PID 1), ``SIGKILL`` to what is left after :data:`END_SECONDS`; reap them all."""
+    for pid in children:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
+    deadline = time.monotonic() + END_SECONDS
+    left = set(children)
+    while left and time.monotonic() < deadline:
+        for pid in list(left):
             try:
-                os.waitpid(pid, 0)
+                if os.waitpid(pid, os.WNOHANG)[0]:
+                    left.discard(pid)
             except ChildProcessError:
+                left.discard(pid)
+        time.sleep(0.01)
+    for pid in left:
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
                 pass
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
 
 
 def _close_all(fds: Sequence[int]) -> None:

@@ -159,7 +159,10 @@ class Escaper(Policy):
 
 class Daemonizer(Policy):
     """Route 8: at its first reset, leaves a daemon behind (double fork, ``setsid``, a new
-    process group) that only sleeps, and reports its pid; then submits the empty graph."""
+    process group) that only sleeps, and reports its pid; then submits the empty graph.
+
+    With ``$DAEMONIZER_PIDFILE`` set it also writes the daemon's pid there and then never
+    acts (it sleeps), so that a test can kill the runner in the middle of the run."""
 
     name = "daemonizer"
 
@@ -193,8 +196,18 @@ class Daemonizer(Policy):
         os.waitpid(first, 0)
         self.daemon = int(os.read(read, 32).decode())
         os.close(read)
+        pidfile = os.environ.get("DAEMONIZER_PIDFILE")
+        if pidfile:
+            with open(pidfile + ".part", "w") as f:
+                f.write(f"{self.daemon} {os.getpid()}")
+            os.replace(pidfile + ".part", pidfile)
 
     def act(self, observation: Any, info: dict[str, Any]) -> Any:
+        import os
+        import time
+
+        if os.environ.get("DAEMONIZER_PIDFILE"):
+            time.sleep(600)  # the test kills the runner meanwhile
         return {"tool": "submit", "args": {}}
 
     def transcript(self) -> Any:

@@ -128,6 +128,41 @@ def test_no_daemon_of_a_policy_outlives_its_run(tmp_path, isolation):
     assert survivors == []
 
 
+@pytest.mark.parametrize("launcher", ["1", "0"])
+def test_no_daemon_outlives_a_runner_killed_with_sigkill(tmp_path, launcher):
+    """Route 8 when the runner itself dies without clean-up (SIGKILL): its launcher (or, with
+    the launcher off, the supervisor's parent-death signal) sends the supervisor SIGTERM, and
+    the supervisor kills the policy's whole tree, the double-forked daemon included."""
+    import signal
+
+    pidfile = tmp_path / "daemon.pid"
+    command = [sys.executable, "-m", "heuresis_env.cli", "evaluate", "--policy", DAEMONIZER,
+               "--family", "lg", "--split", "dev", "--count", "1", "--d", "4", "--n", "100",
+               "--max-steps", "3", "--workers", "1", "--out", str(tmp_path / "run"),
+               "--no-progress", "--policy-isolation", "process"]
+    environment = {**os.environ, "HEURESIS_CACHE_DIR": str(tmp_path / "cache"),
+                   "DAEMONIZER_PIDFILE": str(pidfile), "HEURESIS_POLICY_LAUNCHER": launcher}
+    runner = subprocess.Popen(command, cwd=ROOT, env=environment, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while not pidfile.exists() and runner.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if not pidfile.exists():
+        runner.kill()
+        pytest.fail(f"the policy never reported its daemon: {runner.communicate()[1][-3000:]}")
+    daemon, policy = (int(v) for v in pidfile.read_text().split())
+    assert alive(daemon) and alive(policy)
+    runner.send_signal(signal.SIGKILL)
+    runner.wait()
+    deadline = time.monotonic() + 15
+    while (alive(daemon) or alive(policy)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    survivors = [pid for pid in (daemon, policy) if alive(pid)]
+    for pid in survivors:  # never leave one behind, even when the test fails
+        os.kill(pid, 9)
+    assert survivors == []
+
+
 def test_auto_isolation_without_namespaces_refuses_an_unregistered_policy(tmp_path,
                                                                          monkeypatch):
     from heuresis_env.errors import HeuresisError

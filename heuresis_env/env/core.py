@@ -205,6 +205,7 @@ class HeuresisEnv(gym.Env):
     | `indices`      | **list[int]** | `None`   | instance indices `reset` draws from (default: all)   |
     | `render_mode`  | **str**       | `None`   | `"ansi"`, `"rgb_array"`, or `"human"` (prints each step) |
     | `trace_path`   | **str**       | `None`   | directory for one JSON-lines trace per episode       |
+    | `trace_scores` | **bool**      | `True`   | False: a trace's end record holds no scores (`heuresis score` computes them) |
     | `salt`         | **str**       | `None`   | secret salt of a sealed test split                   |
     | `rl_text`      | **bool**      | `False`  | RL view: format each action's text (as traces do)    |
     | `task`         | **str**       | `"graph"`| `"graph"`, or `"qa"`: one question per episode       |
@@ -267,7 +268,7 @@ class HeuresisEnv(gym.Env):
                  name_mode: str = "anonymous", questions: Sequence[int] | None = None,
                  data: Any = None, names: Sequence[str] | None = None, graph: Any = None,
                  anonymize: bool = False, standardize: bool = True,
-                 dataset_name: str = "dataset", **unknown: Any):
+                 dataset_name: str = "dataset", trace_scores: bool = True, **unknown: Any):
         check_unknown_arguments(list(unknown), ENV_ARGUMENTS)
         self._table: Instance | None = None
         if data is not None or family is None:
@@ -287,6 +288,9 @@ class HeuresisEnv(gym.Env):
         self.d, self.n, self.graph_model = first.size
         self.indices: tuple[int, ...] = check_indices(indices, family, split)
         self.trace_path = None if trace_path is None else Path(trace_path)
+        #: whether a trace's end record holds the scores (a sealed MCP session's does not: its
+        #: trace folder may be within reach of the client, ``heuresis score`` scores it later)
+        self.trace_scores = bool(trace_scores)
         self.rl_text = bool(rl_text)
         sealed_salt = _resolve_env_salt(split, salt)
         if sealed_salt is not None and reward == "shaped":
@@ -607,10 +611,12 @@ class HeuresisEnv(gym.Env):
                             "final_graph": self._episode.working_graph.to_dict(),
                             **(question or {})}
         if self._trace is not None:
-            self._trace.close({"termination_reason": reason, "scores": scores,
+            outcome = ({"scores": scores, **(question or {})} if self.trace_scores
+                       else {"scores_withheld": True})
+            self._trace.close({"termination_reason": reason,
                                "final_graph": self._episode.working_graph.to_dict(),
                                "steps_used": self._steps_used,
-                               "seconds": self.elapsed_seconds, **(question or {})})
+                               "seconds": self.elapsed_seconds, **outcome})
         return {**self._final_info, "scores": dict(scores)}
 
     # ---- observations --------------------------------------------------------------------

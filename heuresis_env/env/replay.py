@@ -125,6 +125,10 @@ def replay_trace(path: str | os.PathLike, salt: str | None = None) -> ReplayRepo
     if trace.end is None:
         notes.append("the trace has no end record (the writer was killed); graph and scores "
                      "cannot be compared")
+    elif end.get("scores_withheld"):
+        notes.append("the trace holds no scores (withheld, as on a sealed MCP session; "
+                     "`heuresis score` computes them): only the final graph is compared")
+        same_scores = True
     elif end.get("termination_reason") == "unfinished":
         notes.append("the episode was left unfinished (reset before its end): only the final "
                      "graph is compared")

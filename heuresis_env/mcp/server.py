@@ -129,13 +129,14 @@ class EpisodeServer:
                  max_seconds: float | None = DEFAULT_MAX_SECONDS, d: int = 10, n: int = 600,
                  trace_dir: str | Path | None = None, index: int | None = None,
                  seed: int = 0, salt: str | None = None):
+        #: a sealed test split: no scores leave the server (not even in its trace files), and
+        #: no instance is played twice
+        self.sealed = split == "test" and sealing_salt(split, salt) is not None
         self.env = HeuresisEnv(family=family, split=split, guided=guided, toolbox=toolbox,
                                target=target, max_steps=max_steps, max_seconds=max_seconds,
                                d=d, n=n, interface="text",
                                trace_path=None if trace_dir is None else str(trace_dir),
-                               salt=sealing_salt(split, salt))
-        #: a sealed test split: no scores leave the server, and no instance is played twice
-        self.sealed = self.env.split == "test" and sealing_salt(split, salt) is not None
+                               salt=sealing_salt(split, salt), trace_scores=not self.sealed)
         self.played: set[int] = set()
         self._lock = threading.Lock()
         self._next_seed = int(seed)

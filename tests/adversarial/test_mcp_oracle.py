@@ -1,22 +1,23 @@
 """Route 4: the MCP server as a score oracle. On a sealed test split ``submit`` ends the
-instance and returns no score, an instance played once cannot be played again (no replay to
+instance and returns no score, its trace files hold none either (a client that can read the
+trace folder learns nothing), an instance played once cannot be played again (no replay to
 probe scores), ``heuresis score`` gives the scores after the session; the HTTP transport
 answers only requests that carry the bearer token it printed at start."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import anyio
 import pytest
 
 from heuresis_env.generation.salts import TEST_SALT_ENV, new_salt
+from tests.servers import free_port, wait_until_listening
 
 mcp = pytest.importorskip("mcp", reason="the MCP SDK is the 'mcp' extra: pip install -e '.[mcp]'")
 from mcp import Client, StdioServerParameters  # noqa: E402
@@ -34,6 +35,15 @@ def server_args(trace_dir: Path, *extra: str) -> list[str]:
     return ["-m", "heuresis_env.cli", "mcp", "--family", "lg", "--split", "test", "--d", str(D),
             "--n", str(N), "--index", "1", "--max-steps", "6", "--trace-dir", str(trace_dir),
             *extra]
+
+
+def _keys(node) -> set:
+    """Every key of every object within a JSON value."""
+    if isinstance(node, dict):
+        return set(node) | {k for v in node.values() for k in _keys(v)}
+    if isinstance(node, list):
+        return {k for v in node for k in _keys(v)}
+    return set()
 
 
 def test_a_sealed_session_returns_no_score_and_replays_no_instance(tmp_path):
@@ -62,6 +72,14 @@ def test_a_sealed_session_returns_no_score_and_replays_no_instance(tmp_path):
     assert seen["replay"].is_error and "already played" in seen["replay"].content[0].text
     assert not seen["other"].is_error
     assert seen["replay_aborted"].is_error  # an abandoned instance cannot be replayed either
+    # the trace files carry no score: the end records say they were withheld
+    files = sorted(traces.glob("*.jsonl"))
+    assert len(files) == 3
+    for file in files:
+        records = [json.loads(line) for line in file.read_text().splitlines()]
+        assert not _keys(records) & {*SCORE_WORDS, "scores", "nshd", "question"}
+        end = records[-1]
+        assert end["type"] == "end" and end["scores_withheld"] is True and end["final_graph"]
     # afterwards, with the salt, the scores of the session
     scored = subprocess.run([sys.executable, "-m", "heuresis_env.cli", "score", str(traces)],
                             cwd=ROOT, env=environment, capture_output=True, text=True,
@@ -74,6 +92,11 @@ def test_a_sealed_session_returns_no_score_and_replays_no_instance(tmp_path):
                                             if k != TEST_SALT_ENV},
                              capture_output=True, text=True, timeout=300)
     assert without.returncode == 2 and TEST_SALT_ENV in without.stderr
+    replayed = subprocess.run([sys.executable, "-m", "heuresis_env.cli", "replay", str(files[0])],
+                              cwd=ROOT, env=environment, capture_output=True, text=True,
+                              timeout=300)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "withheld" in replayed.stdout and "graph identical" in replayed.stdout
 
 
 def test_a_dev_session_still_returns_scores(tmp_path):
@@ -83,15 +106,11 @@ def test_a_dev_session_still_returns_scores(tmp_path):
     try:
         reply = server.call("submit", {"edges": ["X1 --- X2"]})
         assert "f1" in reply.data["scores"]
+        end = json.loads(server.trace_file.read_text().splitlines()[-1])
+        assert end["scores"] == reply.data["scores"]  # dev: the trace keeps them
         assert not server.call("reset", {"index": 0}).is_error  # dev: replay allowed
     finally:
         server.close()
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _http_status(port: int, headers: dict[str, str]) -> int:
@@ -104,7 +123,7 @@ def _http_status(port: int, headers: dict[str, str]) -> int:
 
 
 def test_the_http_transport_requires_the_token_printed_at_start(tmp_path):
-    port = _free_port()
+    port = free_port()
     log_path = tmp_path / "server.log"
     environment = {k: v for k, v in os.environ.items() if k != "HEURESIS_MCP_TOKEN"}
     with open(log_path, "w") as log:
@@ -112,15 +131,7 @@ def test_the_http_transport_requires_the_token_printed_at_start(tmp_path):
             tmp_path / "traces", "--split", "dev", "--transport", "http", "--port", str(port))],
             stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=environment)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert server.poll() is None, log_path.read_text()
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the HTTP server did not start"
-                time.sleep(0.3)
+        wait_until_listening(server, port, log_path)
         found = re.search(r"token (\S+)", log_path.read_text())
         assert found, log_path.read_text()
         token = found.group(1)

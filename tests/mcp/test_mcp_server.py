@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import anyio
@@ -16,6 +14,7 @@ import pytest
 
 from heuresis_env.env import HeuresisEnv, tool_schemas
 from heuresis_env.trace_files import read_trace
+from tests.servers import free_port, wait_until_listening
 
 mcp = pytest.importorskip("mcp", reason="the MCP SDK is the 'mcp' extra: pip install -e '.[mcp]'")
 from mcp import Client, StdioServerParameters  # noqa: E402
@@ -160,29 +159,15 @@ def test_the_step_budget_ends_an_episode_over_mcp(tmp_path):
     assert third.is_error
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def test_streamable_http_on_loopback(tmp_path):
-    port = _free_port()
+    port = free_port()
     log = open(tmp_path / "server.log", "w")  # noqa: SIM115 - closed below
     token = "a-test-token-of-enough-length"
     server = subprocess.Popen([sys.executable, *server_args(
         tmp_path / "traces", "--transport", "http", "--port", str(port))],
         stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "HEURESIS_MCP_TOKEN": token})
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert server.poll() is None, (tmp_path / "server.log").read_text()
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the HTTP server did not start"
-                time.sleep(0.3)
+        wait_until_listening(server, port, tmp_path / "server.log")
         out: dict = {}
 
         async def session() -> None:

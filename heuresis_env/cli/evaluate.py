@@ -95,10 +95,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="how the policy process is isolated from the truth: namespaces "
                              "(own PID and mount namespaces, no capabilities; auto uses it "
                              "where available) or a plain process")
-    parser.add_argument("--policy-network", action="store_true",
-                        help="declare that the policy needs the network (an API endpoint): a "
-                             "confined policy otherwise has only its own loopback interface "
-                             "(registered API policies and a base_url option declare it)")
+    parser.add_argument("--policy-network", action="append", metavar="HOST:PORT",
+                        help="an API endpoint the policy needs (repeatable): a confined policy "
+                             "has only its own loopback interface, and reaches declared "
+                             "endpoints, and nothing else, through the runner's proxy "
+                             "(HTTPS_PROXY); a registered API policy and a base_url option "
+                             "declare theirs")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
@@ -122,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
                        force=args.force, d=args.d, n=args.n, progress=not args.no_progress,
                        task=args.task, name_mode=args.names, datasets=datasets,
                        policy_isolation=args.policy_isolation,
-                       policy_network=args.policy_network)
+                       policy_network=args.policy_network or False)
     print(summary.to_text())
     if args.split == "test" and resolve_salt("test") is None:
         print(f"note: the test split is not sealed (${TEST_SALT_ENV} is not set): its "

@@ -3,9 +3,12 @@ supervisor (``--policy-isolation process``).
 
 Confined, a policy process runs
 
-- in new PID, mount and IPC namespaces (and a user namespace when the runner is not root) and,
-  unless the policy is declared to need an API endpoint, a new network namespace whose only
-  interface is loopback (up, so a policy may still talk to a server it starts itself);
+- in new PID, mount, IPC and network namespaces (and a user namespace when the runner is not
+  root); the network namespace's only interface is loopback (up, so a policy may still talk to
+  a server it starts itself). A policy declared to need API endpoints reaches them, and only
+  them, through the runner's :class:`~heuresis_env.evaluation.endpoint_proxy.EndpointProxy`:
+  its Unix socket's folder is carried in, and a relay on the namespace's ``127.0.0.1``
+  (``HTTPS_PROXY``/``HTTP_PROXY``) leads to it;
 - with every mount of the machine read-only (``mount_setattr``, recursively): the project,
   the virtual environment, the interpreter, the standard library, ``/etc``, ``/root``, …
   cannot be written, so no policy can plant code that the runner imports later;
@@ -44,6 +47,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from heuresis_env.env.sandbox import linux
+from heuresis_env.evaluation.endpoint_proxy import PROXY_VARIABLES, proxy_environment, start_relay
 
 #: uids of confined policy processes started by root: this base plus 24 bits of the spec's hash
 POLICY_UID_BASE = 1_700_000_000
@@ -161,9 +165,7 @@ def confine(config: Mapping[str, Any]) -> None:
     and exits with its status."""
     lib = linux.libc()
     privilege = config["privilege"]
-    flags = linux.CLONE_NEWPID | linux.CLONE_NEWNS | linux.CLONE_NEWIPC
-    if not config.get("network"):
-        flags |= linux.CLONE_NEWNET
+    flags = linux.CLONE_NEWPID | linux.CLONE_NEWNS | linux.CLONE_NEWIPC | linux.CLONE_NEWNET
     uid, gid = os.getuid(), os.getgid()
     if privilege == "capabilities":
         flags |= linux.CLONE_NEWUSER
@@ -183,8 +185,7 @@ def confine(config: Mapping[str, Any]) -> None:
             os.kill(os.getpid(), os.WTERMSIG(status))
         os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
     linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
-    if not config.get("network"):
-        _loopback_up()
+    _loopback_up()
     _build_mounts(config, privilege)
     os.chdir(config["cwd"])  # resolve the working folder again, under the new mounts
     home = "/tmp/home"
@@ -204,6 +205,12 @@ def confine(config: Mapping[str, Any]) -> None:
                         "prctl(PR_SET_NO_NEW_PRIVS)")
     linux.install_seccomp_filter(("ptrace", "process_vm_readv", "process_vm_writev"),
                                          namespaces=False)
+    for name in ("NO_PROXY", "no_proxy"):  # the endpoints are reached through the relay only
+        os.environ.pop(name, None)
+    for name in PROXY_VARIABLES:
+        os.environ.pop(name, None)
+    if config.get("proxy"):
+        os.environ.update(proxy_environment(start_relay(str(config["proxy"]))))
 
 
 def _loopback_up() -> None:

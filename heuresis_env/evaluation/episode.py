@@ -81,8 +81,9 @@ class RunSpec:
     reference: bool = False
     #: how the policy process is isolated: "namespaces" or "process" (see policy_process)
     policy_isolation: str = "process"
-    #: a confined policy keeps the host's network (declared to need an API endpoint)
-    policy_network: bool = False
+    #: the API endpoints a confined policy may reach ("HOST:PORT"; True: its base_url
+    #: option's), through the runner's endpoint proxy only
+    policy_network: bool | tuple[str, ...] = False
     #: folders and files the policy process must not see besides the cache (the run
     #: directory, a data table's graph file)
     hidden_paths: tuple[str, ...] = ()

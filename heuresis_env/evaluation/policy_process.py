@@ -59,6 +59,7 @@ from heuresis_env.env.sandbox.isolation import detect_isolation
 from heuresis_env.env.toolbox.registry import describe_object
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evaluation import confinement
+from heuresis_env.evaluation.endpoint_proxy import EndpointProxy, policy_endpoints
 from heuresis_env.evaluation.policies import make_policy
 from heuresis_env.evaluation.policy_launcher import (
     LaunchedProcess,
@@ -233,19 +234,6 @@ def policy_key(spec: str, options: Mapping[str, Any]) -> str:
                                                   if not connection_option(k)}})
 
 
-#: registered policies that talk to a remote API: their processes keep the host's network
-NETWORK_POLICIES = ("llm",)
-#: a policy option naming the endpoint a policy talks to (declares its need of the network)
-ENDPOINT_OPTIONS = ("base_url",)
-
-
-def needs_network(spec: str, options: Mapping[str, Any], declared: bool = False) -> bool:
-    """Whether a confined policy keeps the host's network: declared by the caller
-    (``--policy-network``), a registered API policy, or an endpoint among its options."""
-    return bool(declared or spec in NETWORK_POLICIES
-                or any(options.get(name) for name in ENDPOINT_OPTIONS))
-
-
 def option_paths(options: Mapping[str, Any]) -> list[str]:
     """Files and folders a policy's options name (a model, a selection file): a confined
     policy reads them where they are (read-only)."""
@@ -320,10 +308,14 @@ class PolicyProcess:
 
     def __init__(self, spec: str, options: Mapping[str, Any], *, isolation: str,
                  hidden_paths: Sequence[str] = (), salt: str | None = None,
-                 network: bool = False):
+                 network: bool | Sequence[str] = False):
         self.spec, self.options = spec, dict(options)
         self.isolation = isolation
-        self.network = needs_network(spec, self.options, network)
+        #: the endpoints the policy may reach (``endpoint_proxy.policy_endpoints``): confined,
+        #: through an :class:`EndpointProxy` only; unconfined, the host's network is its own
+        self.endpoints = policy_endpoints(spec, self.options, network)
+        self.network = bool(self.endpoints)
+        self._proxy: EndpointProxy | None = None
         self.key = policy_key(spec, self.options)
         # confined by root, the policy runs as its own uid: its files are its uid's, so it
         # keeps a folder apart from the one its unconfined runs (uid 0 without capabilities,
@@ -350,11 +342,15 @@ class PolicyProcess:
         self._prepare_cache_directory()
         if self.isolation == "namespaces":
             privilege = detect_isolation()["privilege_drop"]
+            if self.endpoints and self._proxy is None:
+                self._proxy = EndpointProxy(self.endpoints)
             confine = {"privilege": privilege, "hidden": self.hidden_paths,
-                       "cwd": os.getcwd(), "network": self.network,
+                       "cwd": os.getcwd(),
+                       "proxy": None if self._proxy is None else self._proxy.path,
                        "uid": confinement.policy_uid(self.key),
                        "readable": [*confinement.runtime_paths(), os.getcwd(),
-                                    *option_paths(self.options)],
+                                    *option_paths(self.options),
+                                    *([] if self._proxy is None else [self._proxy.folder])],
                        "writable": [str(self.cache_directory)],
                        "private": [tempfile.gettempdir()]}
         _hold_non_dumpable(True)
@@ -495,6 +491,9 @@ class PolicyProcess:
         except subprocess.TimeoutExpired:
             pass
         self._close_pipes()
+        if self._proxy is not None:  # started again with the process
+            self._proxy.close()
+            self._proxy = None
 
     def close(self) -> None:
         """Ask the policy to close, then end the process."""
@@ -536,7 +535,7 @@ class PolicyProxy(Policy):
 
     def __init__(self, spec: str, options: Mapping[str, Any] | None = None, *,
                  isolation: str = "auto", hidden_paths: Sequence[str] = (),
-                 salt: str | None = None, network: bool = False):
+                 salt: str | None = None, network: bool | Sequence[str] = False):
         if isolation == "auto":
             isolation = "process" if confinement_available() else "namespaces"
         if isolation not in ISOLATION_LEVELS:

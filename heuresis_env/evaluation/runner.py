@@ -28,6 +28,7 @@ from typing import Any
 
 from heuresis_env.env.core import HeuresisEnv
 from heuresis_env.errors import HeuresisError, UnknownNameError
+from heuresis_env.evaluation.endpoint_proxy import parse_endpoint
 from heuresis_env.evaluation.episode import (
     EpisodeOutcome,
     EpisodeTask,
@@ -184,7 +185,8 @@ def evaluate(policy_spec: str, families: str | Iterable[str] = "all", split: str
              salt: str | None = None, progress: bool = True, address: str | None = None,
              task: str = "graph", name_mode: str = "anonymous",
              datasets: Iterable[Mapping[str, Any]] = (),
-             policy_isolation: str = "auto", policy_network: bool = False) -> RunSummary:
+             policy_isolation: str = "auto",
+             policy_network: bool | Sequence[str] = False) -> RunSummary:
     """Run ``policy_spec`` on ``count`` instances of each family × ``repeats`` into ``out_dir``.
 
     Finished episodes already in ``out_dir`` are skipped (resume); a different config there is
@@ -205,8 +207,10 @@ def evaluate(policy_spec: str, families: str | Iterable[str] = "all", split: str
     ``"namespaces"`` insists, ``"process"`` settles for a plain process, whose whole process
     tree still ends with it; ``auto`` on a machine without namespaces refuses a policy that is
     not registered, ``module:attr``, unless ``"process"`` is asked for). A confined policy has
-    no network but loopback unless ``policy_network`` (or it is a registered API policy, or it
-    names an endpoint, ``base_url``, among its options); a registered
+    no network but loopback; one declared to need API endpoints reaches those endpoints only,
+    through a proxy of the runner (``policy_network``: a list of ``"HOST:PORT"``, or True to
+    take them from a ``base_url`` option; a registered API policy declares its own); a
+    registered
     reference that needs the truth (``heuresis.references``) runs on the referee's side and
     its run is marked as a reference.
 
@@ -339,7 +343,8 @@ def _prepare(policy_spec: str, families: str | Iterable[str] = "all", split: str
              d: int | None = None, n: int | None = None, salt: str | None = None,
              task: str = "graph", name_mode: str = "anonymous",
              datasets: Iterable[Mapping[str, Any]] = (),
-             policy_isolation: str = "auto", policy_network: bool = False) -> _PreparedRun:
+             policy_isolation: str = "auto",
+             policy_network: bool | Sequence[str] = False) -> _PreparedRun:
     """Check one run's arguments and build its spec, episodes and config (writes nothing)."""
     if split not in SPLIT_SIZES:
         raise UnknownNameError("split", split, SPLIT_SIZES)
@@ -372,7 +377,9 @@ def _prepare(policy_spec: str, families: str | Iterable[str] = "all", split: str
     spec = RunSpec(policy=policy_spec, policy_options=policy_options, settings=settings,
                    d=d, n=n, salt=salt, task=task, name_mode=name_mode,
                    datasets=table_details, reference=reference,
-                   policy_isolation=isolation, policy_network=bool(policy_network),
+                   policy_isolation=isolation,
+                   policy_network=(policy_network if isinstance(policy_network, bool) else
+                                   tuple(parse_endpoint(item) for item in policy_network)),
                    hidden_paths=(os.path.realpath(os.fspath(out_dir)),
                                  *(os.path.realpath(t["graph"]) for t in table_details
                                    if t.get("graph"))))

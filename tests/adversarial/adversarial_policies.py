@@ -212,3 +212,103 @@ class Daemonizer(Policy):
 
     def transcript(self) -> Any:
         return [{"daemon": self.daemon}]
+
+
+class NetworkProber(Policy):
+    """Route 9, a policy declared to need one endpoint: once per process, from inside, it
+    fetches the declared endpoint through the proxy its environment names (urllib and httpx,
+    the HTTP client of the LLM SDKs; and a raw ``CONNECT`` tunnel), tries an undeclared
+    endpoint the same ways, and connects directly to the endpoint's port on 127.0.0.1 and on
+    the host's other addresses. Targets come in ``$PROBER_TARGETS`` (JSON: ``declared`` and
+    ``undeclared`` ports, ``addresses``)."""
+
+    name = "network-prober"
+
+    def __init__(self) -> None:
+        self.found: dict[str, Any] | None = None
+
+    def reset(self, observation: Any, info: dict[str, Any]) -> None:
+        if self.found is None:
+            self.found = self._probe()
+
+    def act(self, observation: Any, info: dict[str, Any]) -> Any:
+        return {"tool": "submit", "args": {}}
+
+    def transcript(self) -> Any:
+        return [self.found]
+
+    @staticmethod
+    def _urllib(url: str) -> str:
+        import urllib.error
+        import urllib.request
+
+        try:
+            with urllib.request.urlopen(url, timeout=10) as reply:
+                return f"{reply.status} {reply.read().decode().strip()}"
+        except urllib.error.HTTPError as exc:
+            return f"{exc.code}"
+        except OSError as exc:
+            return f"error {exc.__class__.__name__}"
+
+    @staticmethod
+    def _httpx(url: str) -> str:
+        import httpx
+
+        try:
+            reply = httpx.get(url, timeout=10)
+            return f"{reply.status_code} {reply.text.strip()}"
+        except httpx.HTTPError as exc:
+            return f"error {exc.__class__.__name__}"
+
+    @staticmethod
+    def _tunnel(proxy: str, port: int) -> str:
+        import socket
+        from urllib.parse import urlsplit
+
+        address = urlsplit(proxy)
+        try:
+            with socket.create_connection((address.hostname, address.port), timeout=10) as s:
+                s.sendall(f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n".encode())
+                head = s.recv(4096).decode(errors="replace")
+                if not head.startswith("HTTP/1.1 200"):
+                    return head.split("\r\n", 1)[0]
+                s.sendall(b"GET / HTTP/1.1\r\nHost: endpoint\r\nConnection: close\r\n\r\n")
+                data = b""
+                while chunk := s.recv(4096):
+                    data += chunk
+                return "tunnel " + data.decode(errors="replace").split("\r\n", 1)[0] + " " + \
+                    data.decode(errors="replace").rsplit("\r\n\r\n", 1)[-1].strip()
+        except OSError as exc:
+            return f"error {exc.__class__.__name__}"
+
+    @staticmethod
+    def _direct(host: str, port: int) -> str:
+        import socket
+
+        try:
+            with socket.create_connection((host, port), timeout=5):
+                return "connected"
+        except OSError as exc:
+            return f"refused {exc.__class__.__name__} {exc.errno}"
+
+    def _probe(self) -> dict[str, Any]:
+        import json
+        import os
+        import socket
+
+        targets = json.loads(os.environ.get("PROBER_TARGETS") or "{}")
+        declared, undeclared = int(targets["declared"]), int(targets["undeclared"])
+        proxy = os.environ.get("HTTPS_PROXY", "")
+        return {
+            "proxy": proxy, "http_proxy": os.environ.get("HTTP_PROXY", ""),
+            "urllib_declared": self._urllib(f"http://127.0.0.1:{declared}/"),
+            "urllib_undeclared": self._urllib(f"http://127.0.0.1:{undeclared}/"),
+            "httpx_declared": self._httpx(f"http://127.0.0.1:{declared}/"),
+            "httpx_undeclared": self._httpx(f"http://127.0.0.1:{undeclared}/"),
+            "tunnel_declared": self._tunnel(proxy, declared) if proxy else "no proxy",
+            "tunnel_undeclared": self._tunnel(proxy, undeclared) if proxy else "no proxy",
+            "direct": {f"{host}:{port}": self._direct(host, port)
+                       for host in ["127.0.0.1", *targets.get("addresses", [])]
+                       for port in (declared, undeclared)},
+            "interfaces": sorted(name for _, name in socket.if_nameindex()),
+        }

@@ -25,12 +25,14 @@ from heuresis_env.evaluation.run_format import load_run
 ROOT = Path(__file__).resolve().parents[2]
 ESCAPER = "tests.adversarial.adversarial_policies:Escaper"
 DAEMONIZER = "tests.adversarial.adversarial_policies:Daemonizer"
+PROBER = "tests.adversarial.adversarial_policies:NetworkProber"
 needs_namespaces = pytest.mark.skipif(confinement_available() is not None,
                                       reason=f"no namespaces here: {confinement_available()}")
 
 
 def run_policy(tmp_path: Path, spec: str, isolation: str, *extra: str,
-               targets: dict | None = None, workers: int = 2) -> list[dict]:
+               targets: dict | None = None, workers: int = 2, prober: dict | None = None,
+               stderr: list | None = None) -> list[dict]:
     out, cache, runner_tmp = tmp_path / "runs" / "attack", tmp_path / "cache", tmp_path / "tmp"
     runner_tmp.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "heuresis_env.cli", "evaluate", "--policy", spec,
@@ -38,10 +40,13 @@ def run_policy(tmp_path: Path, spec: str, isolation: str, *extra: str,
                "4", "--n", "100", "--max-steps", "3", "--workers", str(workers), "--out",
                str(out), "--no-progress", "--policy-isolation", isolation, *extra]
     environment = {**os.environ, "HEURESIS_CACHE_DIR": str(cache), "TMPDIR": str(runner_tmp),
-                   "ESCAPER_TARGETS": json.dumps(targets or {})}
+                   "ESCAPER_TARGETS": json.dumps(targets or {}),
+                   "PROBER_TARGETS": json.dumps(prober or {})}
     done = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True,
                           timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
+    if stderr is not None:
+        stderr.append(done.stderr)
     run = load_run(out)
     return [json.loads((out / e.transcript).read_text())[0] for e in run.episodes]
 
@@ -93,14 +98,111 @@ def test_a_confined_policy_writes_nothing_reads_no_runner_folder_and_has_no_netw
     assert not list(other_cache.iterdir())
 
 
+class _Endpoint:
+    """An HTTP server on all of the host's addresses answering its name; counts requests."""
+
+    def __init__(self, name: str):
+        import http.server
+        import threading
+
+        endpoint = self
+        self.requests = 0
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+                endpoint.requests += 1
+                body = name.encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("0.0.0.0", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def host_addresses() -> list[str]:
+    """The host's IPv4 addresses other than loopback (SIOCGIFADDR on each interface)."""
+    import fcntl
+    import struct
+
+    found = []
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        for _, name in socket.if_nameindex():
+            try:
+                packed = fcntl.ioctl(probe.fileno(), 0x8915, struct.pack("256s",
+                                                                         name.encode()[:15]))
+            except OSError:
+                continue
+            address = socket.inet_ntoa(packed[20:24])
+            if not address.startswith("127."):
+                found.append(address)
+    return found
+
+
 @needs_namespaces
-def test_a_policy_declared_to_need_the_network_reaches_it(tmp_path, listener):
-    targets = {"port": listener.getsockname()[1]}
-    found = run_policy(tmp_path, ESCAPER, "namespaces", "--policy-network", targets=targets,
-                       workers=1)
-    assert all(report["connection"] == "connected" for report in found)
-    assert all(report["written"] == {} for report in found)  # still read-only
-    assert accepted(listener) >= 1  # one attack per policy process
+def test_a_policy_declared_to_need_an_endpoint_reaches_it_and_nothing_else(tmp_path):
+    """The policy's network namespace keeps loopback only; the runner's proxy (HTTPS_PROXY in
+    the policy) reaches the declared endpoint, refuses another with 403 and a log line, and
+    no direct connection leaves the namespace."""
+    declared, undeclared = _Endpoint("declared"), _Endpoint("undeclared")
+    stderr: list[str] = []
+    try:
+        targets = {"declared": declared.port, "undeclared": undeclared.port,
+                   "addresses": host_addresses()}
+        found = run_policy(tmp_path, PROBER, "namespaces", "--policy-network",
+                           f"127.0.0.1:{declared.port}", prober=targets, workers=1,
+                           stderr=stderr)
+    finally:
+        declared.close()
+        undeclared.close()
+    assert found
+    for report in found:
+        assert report["proxy"].startswith("http://127.0.0.1:") and report["http_proxy"]
+        assert report["urllib_declared"] == "200 declared"
+        assert report["httpx_declared"] == "200 declared"
+        assert report["tunnel_declared"] == "tunnel HTTP/1.0 200 OK declared"
+        assert report["urllib_undeclared"] == "403"
+        assert report["httpx_undeclared"].startswith("403")
+        assert report["tunnel_undeclared"] == "HTTP/1.1 403 Forbidden"
+        assert all(outcome.startswith("refused") for outcome in report["direct"].values()), \
+            report["direct"]
+        assert report["interfaces"] == ["lo"]
+    assert undeclared.requests == 0 and declared.requests >= 3  # once per policy process
+    assert f"refused CONNECT 127.0.0.1:{undeclared.port}" in stderr[0]
+    assert f"refused GET 127.0.0.1:{undeclared.port}" in stderr[0]
+
+
+def test_a_policy_declared_to_need_the_network_must_name_its_endpoint():
+    from heuresis_env.errors import HeuresisError
+    from heuresis_env.evaluation.endpoint_proxy import policy_endpoints
+
+    with pytest.raises(HeuresisError, match="--policy-network HOST:PORT"):
+        policy_endpoints(ESCAPER, {}, True)
+    assert policy_endpoints(ESCAPER, {"base_url": "http://127.0.0.1:8080/v1"}, True) == (
+        "127.0.0.1:8080",)
+    assert policy_endpoints("llm", {}, False, {}) == ("api.openai.com:443",
+                                                     "api.anthropic.com:443")
+    assert policy_endpoints("llm", {}, False, {"OPENAI_BASE_URL": "https://h.example/v1"}) == (
+        "h.example:443",)
+    with pytest.raises(HeuresisError, match="HOST:PORT"):
+        policy_endpoints(ESCAPER, {}, ["no-port"])
+
+
+def test_the_endpoint_variables_are_those_of_the_llm_backends():
+    from agents.llm.connection import ENV_BASE_URL, SERVICE_VARIABLES
+    from heuresis_env.evaluation.endpoint_proxy import ENDPOINT_VARIABLES
+
+    assert set(ENDPOINT_VARIABLES) == {ENV_BASE_URL, *(url for _, url in
+                                                       SERVICE_VARIABLES.values())}
 
 
 def alive(pid: int) -> bool:

@@ -7,7 +7,7 @@ EXTRAS ?= dev,rl,llm,ray,mcp,effects,inspect
 # the browser tests drive Debian's chromium with Playwright (no browser download)
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: install bytecode browser demo test test-fast lint typecheck clean
+.PHONY: install bytecode browser demo test test-fast test-unprivileged lint typecheck clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,13 @@ test: lint typecheck browser bytecode
 
 test-fast: lint typecheck browser bytecode
 	$(BIN)/python -m pytest -q -m "not slow"
+
+# The adversarial suite and the sandbox's tests as a normal user (issue 30). Run as root: a
+# user is created when missing (useradd) and the tests run as it through runuser
+# (tests/adversarial/test_unprivileged.py); as a normal user, run them directly.
+test-unprivileged: bytecode
+	@if [ "$$(id -u)" = 0 ]; then $(BIN)/python -m tests.adversarial.test_unprivileged; \
+	else $(BIN)/python -m pytest -q tests/adversarial tests/env/test_sandbox.py; fi
 
 lint: install
 	$(BIN)/ruff check heuresis_env agents baselines heuresis tests benchmarks examples

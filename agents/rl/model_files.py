@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 
 from heuresis_env.errors import HeuresisError
+from heuresis_env.evaluation import package_versions
+from heuresis_env.version import __version__
 
 __all__ = ["DESCRIPTION_FILE", "FORMAT", "WEIGHTS_FILE", "LoadedModel", "describe_space",
            "policy_class", "read_description", "read_model", "space_from_description",
@@ -141,8 +143,6 @@ def policy_class(algo: str, architecture: str) -> type:
 
 
 def _versions() -> dict[str, str]:
-    from heuresis_env.evaluation import package_versions
-
     versions = package_versions()
     return {name: str(versions.get(name)) for name in ("torch", "stable-baselines3",
                                                         "sb3-contrib")}
@@ -152,8 +152,6 @@ def write_model(policy: Any, algo: str, architecture: str, policy_kwargs: Mappin
                 out_dir: str | Path, provenance: Mapping[str, Any] | None = None) -> Path:
     """Write an SB3 policy object's weights (``model.npz``) and description (``model.json``)
     into ``out_dir``; returns the weights' path."""
-    from heuresis_env.version import __version__
-
     unknown = set(policy_kwargs) - POLICY_KWARGS.get(architecture, set())
     if unknown:
         raise HeuresisError(f"the {architecture} architecture's model file cannot record the "

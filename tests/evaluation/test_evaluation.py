@@ -587,6 +587,11 @@ def test_a_cluster_of_two_raylets_reached_by_address_runs_the_job_as_the_local_b
     try:
         cluster.add_node(num_cpus=1)
         cluster.wait_for_nodes()
+        # without an address a run starts its own Ray even while this cluster is up and
+        # named in the address file a bare ray.init() would join
+        alone = run_fisher(tmp_path / "own-ray", families=["lg"], count=1, backend="ray")
+        assert alone.ran == 1
+        assert RunStore(tmp_path / "own-ray").read_results()[0]["worker"].startswith("ray:")
         command = [sys.executable, "-m", "heuresis_env.cli", "evaluate", "--policy", FISHER,
                    "--family", "lg", "--split", "dev", "--count", "2", "--d", "4", "--n", "100",
                    "--max-steps", "20", "--max-seconds", "60", "--workers", "2",

@@ -474,7 +474,8 @@ def _register_builtin() -> None:
         + _PC_ORIENTATION_HELP,
         GraphType.CPDAG, dict(_PC_PARAMS), f"{_CONSTRAINT_BASED}:run_pc_fisherz", _PC_RULES))
     register_algorithm(AlgorithmSpec(
-        "pc-kci", "PC with the kernel CI test KCI (nonparametric); deletion log in extras. "
+        "pc-kci", "PC with the kernel CI test KCI (nonparametric; above 2,000 rows its fast "
+        "approximation RCoT, as kci-auto); deletion log in extras. "
         + _PC_ORIENTATION_HELP,
         GraphType.CPDAG, dict(_PC_PARAMS), f"{_CONSTRAINT_BASED}:run_pc_kci", _PC_RULES))
     register_algorithm(AlgorithmSpec(

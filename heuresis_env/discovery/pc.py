@@ -102,7 +102,8 @@ class PCResult:
     S as a set); ``n_test_calls`` also counts a test repeated from the other end of a pair
     (served from the test's cache); ``n_orientation_tests`` counts the further distinct tests
     the orientation rule asked for. ``triples`` holds the rule's decision on every unshielded
-    triple. ``runtime`` is wall-clock seconds, CI tests included.
+    triple. ``runtime`` is wall-clock seconds, CI tests included. ``ci_test`` names the test
+    that ran (``"kci"`` or the approximation for ``ci_test="kci-auto"``).
     """
 
     graph: Graph
@@ -271,7 +272,7 @@ def pc(data: np.ndarray | None, names: Sequence[str] | None = None,
     }
     return PCResult(
         graph=graph, skeleton=skeleton, deletion_log=deletion_log,
-        separating_sets=separating_sets, n_tests=len(tested), ci_test=tester.name,
+        separating_sets=separating_sets, n_tests=len(tested), ci_test=tester.method,
         alpha=alpha, variant=variant, runtime=time.perf_counter() - start,
         n_test_calls=n_test_calls, max_depth=max_depth, names=names, orientation=orientation,
         triples=list(oriented.triples), n_orientation_tests=len(oriented.tests_asked - tested),

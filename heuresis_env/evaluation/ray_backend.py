@@ -81,7 +81,10 @@ def connect_ray(workers: int, address: str | None = None, extra_paths: Sequence[
     options: dict[str, Any] = {"include_dashboard": False}
     saved = dict(os.environ)
     if address is None:
-        # a local cluster inherits this process's environment; a runtime_env would make
+        # "local": a new instance even when a Ray started elsewhere on this machine (``ray
+        # start``, a test's cluster) left its address in /tmp/ray, which ray.init() would
+        # otherwise join (and refuse, since num_cpus is given for a new instance only).
+        # A local cluster inherits this process's environment; a runtime_env would make
         # Ray start every worker through a shell line that breaks on a Python path with
         # a space (e.g. a checkout under "/tmp/ci check")
         options["num_cpus"] = workers
@@ -93,7 +96,7 @@ def connect_ray(workers: int, address: str | None = None, extra_paths: Sequence[
     else:
         options["runtime_env"] = environment
     try:
-        ray.init(address=address, **options)
+        ray.init(address=address or "local", **options)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         where = f"the Ray cluster at {address!r}" if address else "a local Ray instance"
         raise HeuresisError(f"could not start or reach {where}: {exc}") from None

@@ -567,6 +567,54 @@ def test_ray_backend_writes_the_same_results_as_the_local_backend(tmp_path, clea
     assert (again.ran, again.resumed) == (0, 6)
 
 
+@pytest.mark.slow
+def test_a_cluster_of_two_raylets_reached_by_address_runs_the_job_as_the_local_backend(
+        tmp_path, clean_run):
+    """A real Ray cluster on this machine — a head and a worker node, two raylets with one
+    CPU each — reached by a separate driver process, ``heuresis evaluate --backend ray
+    --address``, as a user would: the same results as the in-process run, from two actors
+    (one per raylet: each node has one CPU and an actor needs one)."""
+    pytest.importorskip("ray")
+    import ray
+    from ray.cluster_utils import Cluster
+
+    # the cluster writes its address where a bare ray.init() looks: put back what was there
+    address_file = Path(ray._private.utils.get_ray_address_file(None))
+    previous = address_file.read_text() if address_file.exists() else None
+    cluster = Cluster(initialize_head=True,
+                      head_node_args={"num_cpus": 1, "include_dashboard": False})
+    out = tmp_path / "cluster"
+    try:
+        cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        # without an address a run starts its own Ray even while this cluster is up and
+        # named in the address file a bare ray.init() would join
+        alone = run_fisher(tmp_path / "own-ray", families=["lg"], count=1, backend="ray")
+        assert alone.ran == 1
+        assert RunStore(tmp_path / "own-ray").read_results()[0]["worker"].startswith("ray:")
+        command = [sys.executable, "-m", "heuresis_env.cli", "evaluate", "--policy", FISHER,
+                   "--family", "lg", "--split", "dev", "--count", "2", "--d", "4", "--n", "100",
+                   "--max-steps", "20", "--max-seconds", "60", "--workers", "2",
+                   "--backend", "ray", "--address", cluster.address, "--out", str(out),
+                   "--no-progress"]
+        completed = subprocess.run(command, cwd=Path(__file__).resolve().parents[2],
+                                   capture_output=True, text=True, timeout=300)
+        assert completed.returncode == 0, completed.stderr[-3000:]
+    finally:
+        cluster.shutdown()
+        if address_file.exists() and address_file.read_text() == cluster.address:
+            if previous is None:
+                address_file.unlink()
+            else:
+                address_file.write_text(previous)
+    records = RunStore(out).read_results()
+    assert len(records) == 2 and all(r["worker"].startswith("ray:") for r in records)
+    assert len({r["worker"] for r in records}) == 2  # two actors, so both raylets
+    # the in-process run is at the same budgets (SETTINGS) and size (SMALL)
+    expected = [r for r in clean_run[1] if r["family"] == "lg" and r["index"] < 2]
+    assert_same_records(records, expected)
+
+
 def test_a_transcript_that_is_not_json_is_an_episode_error_and_a_string_otherwise():
     from tests.evaluation.eval_policies import FisherSkeleton
 

@@ -72,6 +72,8 @@ class CITest(ABC):
     name: ClassVar[str] = "abstract"
     #: whether results are also kept on disk (worth it only for slow tests)
     disk_cache_default: ClassVar[bool] = False
+    #: whether the test takes a ``seed`` (the toolbox seeds such tests per instance)
+    seeded: ClassVar[bool] = False
 
     def __init__(self, data: np.ndarray, *, disk_cache: bool | None = None, **params: Any):
         self.data = validate_data(data)
@@ -87,6 +89,12 @@ class CITest(ABC):
             key = stable_hash({"test": self.name, "params": self.cache_params()})[:16]
             self._disk = RecordLog(cache_root() / "ci" / self.data_hash / f"{self.name}-{key}.jsonl")
             self._disk_entries = self._disk.load()
+
+    @property
+    def method(self) -> str:
+        """The name of the test that computes the results (``CIResult.method``): ``name``,
+        except for a test that delegates (``kci-auto``)."""
+        return self.name
 
     @property
     def data_hash(self) -> str:
@@ -186,6 +194,8 @@ CI_TESTS: dict[str, str | type[CITest]] = {
     "kci": "heuresis_env.discovery.citests.kci:KCI",
     "rcit": "heuresis_env.discovery.citests.rcit:RCIT",
     "rcot": "heuresis_env.discovery.citests.rcit:RCoT",
+    "kci-block": "heuresis_env.discovery.citests.large_n:BlockKCI",
+    "kci-auto": "heuresis_env.discovery.citests.large_n:KCIAuto",
     "dcor": "heuresis_env.discovery.citests.dcor:DistanceCorrelation",
     "gcm": "heuresis_env.discovery.citests.gcm:GCM",
     "dsep": "heuresis_env.discovery.citests.dseparation:DSeparation",

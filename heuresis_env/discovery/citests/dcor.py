@@ -293,6 +293,7 @@ class DistanceCorrelation(CITest):
 
     name: ClassVar[str] = "dcor"
     disk_cache_default: ClassVar[bool] = True
+    seeded: ClassVar[bool] = True
 
     def __init__(self, data: np.ndarray, *, disk_cache: bool | None = None, **params: Any):
         super().__init__(data, disk_cache=disk_cache, **_validated_settings(params))

@@ -39,6 +39,7 @@ class GCM(CITest):
     """
 
     name: ClassVar[str] = "gcm"
+    seeded: ClassVar[bool] = True
 
     def __init__(self, data: np.ndarray, *, disk_cache: bool | None = None, **params: Any):
         for key in params:

@@ -413,6 +413,12 @@ class KCI(CITest):
     # -- tests ----------------------------------------------------------------------------
 
     def _compute(self, x: int, y: int, s: tuple[int, ...]) -> tuple[float, float]:
+        statistic, mean, variance = self.moments(x, y, s)
+        return statistic, gamma_p_value(statistic, mean, variance)
+
+    def moments(self, x: int, y: int, s: tuple[int, ...]) -> tuple[float, float, float]:
+        """The statistic and the mean and variance of its gamma null (x < y, S sorted and
+        validated): what the p-value is computed from, and what :class:`BlockKCI` sums."""
         if not s:
             return self._unconditional(x, y)
         kx = self._residualized_x(x, s)
@@ -425,7 +431,7 @@ class KCI(CITest):
         mean = float(kx_full.diagonal() @ ky_full.diagonal())
         product = np.multiply(kx_full, ky_full, out=self._buffer(1))
         variance = 2.0 * float(np.vdot(product, product))
-        return statistic, gamma_p_value(statistic, mean, variance)
+        return statistic, mean, variance
 
     def _buffer(self, which: int) -> np.ndarray:
         """One of two n × n work matrices of this object (fewer fresh pages per test)."""
@@ -439,7 +445,7 @@ class KCI(CITest):
             return gram.dense
         return np.matmul(gram.low_rank, gram.low_rank.T, out=self._buffer(which))
 
-    def _unconditional(self, x: int, y: int) -> tuple[float, float]:
+    def _unconditional(self, x: int, y: int) -> tuple[float, float, float]:
         """HSIC V-statistic tr(K̃x K̃y) with causal-learn's gamma moments
         (mean tr K̃x · tr K̃y / n, variance 2 ‖K̃x‖² ‖K̃y‖² / n²)."""
         kx = self._unconditional_gram(x, "kwidthx")
@@ -455,7 +461,7 @@ class KCI(CITest):
             sum_squares_y = float(np.vdot(ky_full, ky_full))
         mean = float(kx.diagonal().sum() * ky.diagonal().sum()) / self.n
         variance = 2.0 * sum_squares_x * sum_squares_y / self.n**2
-        return statistic, gamma_p_value(statistic, mean, variance)
+        return statistic, mean, variance
 
 
 def _frobenius_squared(matrix: np.ndarray) -> float:

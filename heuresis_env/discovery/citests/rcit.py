@@ -190,6 +190,7 @@ class RCIT(CITest):
     name: ClassVar[str] = "rcit"
     include_z_in_y: ClassVar[bool] = True
     disk_cache_default: ClassVar[bool] = True
+    seeded: ClassVar[bool] = True
 
     def __init__(self, data: np.ndarray, *, disk_cache: bool | None = None, **params: Any):
         super().__init__(data, disk_cache=disk_cache, **_validated_settings(self.name, params))

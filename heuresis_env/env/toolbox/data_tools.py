@@ -15,7 +15,7 @@ from heuresis_env.env.toolbox.registry import (
     VariableName,
     register_tool,
 )
-from heuresis_env.env.toolbox.state import EpisodeState
+from heuresis_env.env.toolbox.state import EpisodeState, agent_ci_tests
 from heuresis_env.errors import HeuresisError
 
 #: strongest pairs listed by describe_data
@@ -30,9 +30,11 @@ class CITestArgs(ToolArgs):
     given: VariableList = Field(default_factory=list,
                                 description="the conditioning set (empty: marginal test)")
     method: str = Field("fisherz", max_length=32, description=(
-        "fisherz (partial correlation), kci (kernel CI test), rcit / rcot (fast random-"
-        "feature kernel tests), dcor (distance correlation), gcm (generalised covariance "
-        "measure: cross-fitted nonparametric regressions on the conditioning set)"))
+        "one of " + ", ".join(agent_ci_tests()) + ": fisherz (partial correlation), kci "
+        "(kernel CI test), kci-auto (exact kci up to 2,000 rows, the fast rcot above), "
+        "kci-block (kci on blocks of rows, combined), rcit / rcot (fast random-feature kernel "
+        "tests), dcor (distance correlation), gcm (generalised covariance measure: "
+        "cross-fitted nonparametric regressions on the conditioning set)"))
 
 
 def _describe_data(state: EpisodeState, args: NoArgs) -> ToolResult:
@@ -87,12 +89,15 @@ def _ci_test(state: EpisodeState, args: CITestArgs) -> ToolResult:
     condition = f" | {{{', '.join(args.given)}}}" if args.given else ""
     decision = ("independence rejected" if result.p_value <= REPORT_ALPHA
                 else "independence not rejected")
-    text = (f"{args.x} _||_ {args.y}{condition} by {args.method}: statistic "
+    ran = "" if result.method == args.method else f" (ran {result.method})"
+    text = (f"{args.x} _||_ {args.y}{condition} by {args.method}{ran}: statistic "
             f"{result.statistic:.4g}, p-value {result.p_value:.4g} ({decision} at alpha = "
             f"{REPORT_ALPHA}).")
-    return ToolResult(text=text, data={
-        "x": args.x, "y": args.y, "given": list(args.given), "method": args.method,
-        "statistic": result.statistic, "p_value": result.p_value})
+    data = {"x": args.x, "y": args.y, "given": list(args.given), "method": args.method,
+            "statistic": result.statistic, "p_value": result.p_value}
+    if ran:  # kci-auto: the test that ran
+        data["ran"] = result.method
+    return ToolResult(text=text, data=data)
 
 
 def _rl_test_args(state: EpisodeState, i: int, j: int) -> dict:

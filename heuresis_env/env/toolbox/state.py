@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from heuresis_env.discovery.citests import available_ci_tests, make_ci_test
-from heuresis_env.discovery.citests.base import CI_TESTS
+from heuresis_env.discovery.citests.base import CI_TESTS, ci_test_class
 from heuresis_env.errors import HeuresisError, UnknownNameError
 from heuresis_env.graphs import Edge, EdgeMark, Graph
 from heuresis_env.seeding import MAX_INT31, instance_seed, int31_seed
@@ -25,8 +25,6 @@ if TYPE_CHECKING:
 
 TARGETS = ("none", "cpdag", "dag")
 
-#: CI tests that draw random numbers take a seed; the toolbox seeds them per instance
-RANDOMIZED_CI_TESTS = ("rcit", "rcot", "dcor", "gcm")
 #: CI "tests" that answer from the true graph: never offered to an agent
 ORACLE_CI_TESTS = ("dsep",)
 
@@ -116,7 +114,8 @@ class EpisodeState:
     def ci_test(self, method: str) -> CITest:
         """The episode's CI test object for ``method`` (its cache persists across calls).
 
-        Randomized tests are seeded per instance, so repeating a test returns the same answer.
+        Randomized tests (``CITest.seeded``) are seeded per instance, so repeating a test
+        returns the same answer.
         """
         tester = self._ci_tests.get(method)
         if tester is None:
@@ -124,7 +123,7 @@ class EpisodeState:
             if method not in CI_TESTS or method in ORACLE_CI_TESTS:
                 raise UnknownNameError("CI test", method, agent_ci_tests())
             params: dict[str, Any] = {}
-            if method in RANDOMIZED_CI_TESTS:
+            if ci_test_class(method).seeded:
                 params["seed"] = int31_seed(self.sha256)
             tester = make_ci_test(method, self.data, **params)
             self._ci_tests[method] = tester

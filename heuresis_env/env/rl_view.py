@@ -193,9 +193,9 @@ class RLInterface:
         self._apply: dict[str, Callable] = {op: spec.apply for op, spec in self._specs.items()
                                             if spec.apply is not None}
         self._slices = {}
-        for op in RL_OPERATIONS:
-            rows = [a.index for a in self.table if a.operation == op]
-            self._slices[op] = slice(rows[0], rows[-1] + 1)
+        for index, op in enumerate(self._operation):  # each operation's rows are contiguous
+            first = self._slices[op].start if op in self._slices else index
+            self._slices[op] = slice(first, index + 1)
         pairs = unordered_pairs(d)
         self.n_pairs = len(pairs)
         self._pair_i, self._pair_j = pairs[:, 0].copy(), pairs[:, 1].copy()

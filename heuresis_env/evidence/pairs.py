@@ -95,8 +95,9 @@ class PairEvidence:
 
 
 def unordered_pairs(d: int) -> np.ndarray:
-    return np.array([(i, j) for i in range(d) for j in range(i + 1, d)],
-                    dtype=np.int64).reshape(-1, 2)
+    """(d(d−1)/2, 2) int64: the pairs i < j in the order (0,1), (0,2), …, (d−2,d−1)."""
+    i, j = np.triu_indices(max(int(d), 0), 1)
+    return np.column_stack([i, j]).astype(np.int64).reshape(-1, 2)
 
 
 def _deletions_by_pair(deletion_log: Sequence, column: dict[str, int]) -> dict:

@@ -192,7 +192,7 @@ class RLInterface:
                                           if tool.rl is not None}
         self._apply: dict[str, Callable] = {op: spec.apply for op, spec in self._specs.items()
                                             if spec.apply is not None}
-        self._slices = {}
+        self._slices: dict[str, slice] = {}
         for index, op in enumerate(self._operation):  # each operation's rows are contiguous
             first = self._slices[op].start if op in self._slices else index
             self._slices[op] = slice(first, index + 1)

@@ -38,7 +38,7 @@ from heuresis_env.env.episode_end import (
 from heuresis_env.env.episode_start import instance_index, open_episode_instance, starting_state
 from heuresis_env.env.referee import PublicInstance
 from heuresis_env.env.render import draw_episode, render_text
-from heuresis_env.env.rl_view import RLInterface, RLOutcome
+from heuresis_env.env.rl_view import RL_EVIDENCE_MODES, RLInterface, RLOutcome
 from heuresis_env.env.statement import graph_task_statement, question_budget, tool_lines
 from heuresis_env.env.tasks import QuestionTask
 from heuresis_env.env.text_view import (
@@ -149,7 +149,11 @@ class HeuresisEnv(gym.Env):
     once tested, bootstrap stability, PC-KCI deletion p-value when guided),
     `evidence_available` (which features exist), `budget_left` (fraction of steps), and
     `repair` / `repair_available` (pairs × R: the repair table of PC-KCI's output, guided
-    only; observation layout 2, `heuresis_env.env.rl_view.RL_OBSERVATION_LAYOUT`).
+    only; observation layout 2, `heuresis_env.env.rl_view.RL_OBSERVATION_LAYOUT`). With
+    `rl_evidence="lazy"` (the default unguided) a reset computes only the cheap columns
+    (Fisher-z deletion p-value, |Pearson r|, PC-KCI's deletion p-value when guided); a pair's
+    distance correlation, gap, stability and KCI p-value, and its repair row, become
+    available when the pair is tested (the same numbers the eager view shows at reset).
 
     ## Rewards
 
@@ -208,6 +212,7 @@ class HeuresisEnv(gym.Env):
     | `trace_scores` | **bool**      | `True`   | False: a trace's end record holds no scores (`heuresis score` computes them) |
     | `salt`         | **str**       | `None`   | secret salt of a sealed test split                   |
     | `rl_text`      | **bool**      | `False`  | RL view: format each action's text (as traces do)    |
+    | `rl_evidence`  | **str**       | `"auto"` | RL view: `"lazy"` (cheap columns at reset, a pair's others when tested), `"eager"` (the whole table at reset); auto: eager guided, lazy unguided |
     | `task`         | **str**       | `"graph"`| `"graph"`, or `"qa"`: one question per episode       |
     | `name_mode`    | **str**       | `"anonymous"` | question episodes: `"anonymous"` or `"decoy"` names |
     | `questions`    | **list[int]** | `None`   | question ids `reset` draws from (default: all)       |
@@ -268,7 +273,8 @@ class HeuresisEnv(gym.Env):
                  name_mode: str = "anonymous", questions: Sequence[int] | None = None,
                  data: Any = None, names: Sequence[str] | None = None, graph: Any = None,
                  anonymize: bool = False, standardize: bool = True,
-                 dataset_name: str = "dataset", trace_scores: bool = True, **unknown: Any):
+                 dataset_name: str = "dataset", trace_scores: bool = True,
+                 rl_evidence: str = "auto", **unknown: Any):
         check_unknown_arguments(list(unknown), ENV_ARGUMENTS)
         self._table: Instance | None = None
         if data is not None or family is None:
@@ -292,6 +298,9 @@ class HeuresisEnv(gym.Env):
         #: trace folder may be within reach of the client, ``heuresis score`` scores it later)
         self.trace_scores = bool(trace_scores)
         self.rl_text = bool(rl_text)
+        if rl_evidence not in ("auto", *RL_EVIDENCE_MODES):
+            raise UnknownNameError("RL evidence mode", rl_evidence, ("auto", *RL_EVIDENCE_MODES))
+        self.rl_evidence = rl_evidence
         sealed_salt = _resolve_env_salt(split, salt)
         if sealed_salt is not None and reward == "shaped":
             raise HeuresisError(
@@ -307,7 +316,11 @@ class HeuresisEnv(gym.Env):
 
         self._rl: RLInterface | None = None
         if interface == "rl":
-            self._rl = RLInterface(self.d, self._offered, target, self.guided)
+            # auto: the guided condition eager (the shipped repair policies were trained on its
+            # whole first observation, and its reset runs PC-KCI anyway), unguided lazy
+            mode = rl_evidence if rl_evidence != "auto" else (
+                "eager" if self.guided else "lazy")
+            self._rl = RLInterface(self.d, self._offered, target, self.guided, mode)
             self.action_space = self._rl.action_space
             self.observation_space = self._rl.observation_space
         else:
@@ -429,6 +442,7 @@ class HeuresisEnv(gym.Env):
                 "target": self.target, "toolbox": self.toolbox, "reward": self.reward_mode,
                 "d": self.d, "n": self.n, "graph_model": self.graph_model,
                 "interface": self.interface,
+                **({} if self._rl is None else {"rl_evidence": self.rl_evidence}),
                 **({} if self._task is None else {"task": self.task,
                                                    "name_mode": self.name_mode})}
 
@@ -468,9 +482,7 @@ class HeuresisEnv(gym.Env):
         if self.reward_mode == "shaped":
             self._shaped_f1 = referee["f1_of_marks"](self._episode.working_graph.marks)[0]
         if self._rl is not None:
-            self._rl.start(self._episode, evidence.pair_evidence(), referee,
-                           self.reward_mode == "shaped",
-                           evidence.repair_evidence() if self.guided else None)
+            self._rl.start(self._episode, evidence, referee, self.reward_mode == "shaped")
             self._last_text = ""
         else:
             self._last_text = observation_text(self.task_statement())

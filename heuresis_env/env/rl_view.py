@@ -54,12 +54,14 @@ from heuresis_env.env.toolbox.registry import (
     describe_object,
 )
 from heuresis_env.env.toolbox.state import EpisodeState
-from heuresis_env.errors import HeuresisError
+from heuresis_env.errors import HeuresisError, UnknownNameError
 from heuresis_env.evidence import (
+    DEFERRED_FEATURES,
     FEATURE_NAMES,
     REPAIR_FEATURE_NAMES,
+    EvidenceProvider,
     PairEvidence,
-    RepairEvidence,
+    PairTable,
     unordered_pairs,
 )
 from heuresis_env.graphs import EdgeMark
@@ -74,6 +76,9 @@ LAYOUT_KEYS: dict[int, tuple[str, ...]] = {
     2: ("adjacency", "evidence", "evidence_available", "budget_left", "repair",
         "repair_available"),
 }
+#: how the RL view gets its pair evidence: "eager" reads (or computes) the whole table at
+#: reset; "lazy" computes the cheap columns at reset and a pair's others when it is tested
+RL_EVIDENCE_MODES = ("eager", "lazy")
 _KCI_COLUMN = FEATURE_NAMES.index("kci_p_at_deleting_set")
 _GUIDED_COLUMN = FEATURE_NAMES.index("kci_deletion_p")
 
@@ -168,7 +173,11 @@ def transitive_closure(directed: np.ndarray) -> np.ndarray:
 class RLInterface:
     """Spaces, masks and the step kernel of the RL view for one (d, toolbox, target, guided)."""
 
-    def __init__(self, d: int, tools: Sequence[Tool], target: str, guided: bool):
+    def __init__(self, d: int, tools: Sequence[Tool], target: str, guided: bool,
+                 evidence_mode: str = "eager"):
+        if evidence_mode not in RL_EVIDENCE_MODES:
+            raise UnknownNameError("RL evidence mode", evidence_mode, RL_EVIDENCE_MODES)
+        self.evidence_mode = evidence_mode
         self.d = d
         self.target = target
         self.guided = guided
@@ -183,10 +192,10 @@ class RLInterface:
                                           if tool.rl is not None}
         self._apply: dict[str, Callable] = {op: spec.apply for op, spec in self._specs.items()
                                             if spec.apply is not None}
-        self._slices = {}
-        for op in RL_OPERATIONS:
-            rows = [a.index for a in self.table if a.operation == op]
-            self._slices[op] = slice(rows[0], rows[-1] + 1)
+        self._slices: dict[str, slice] = {}
+        for index, op in enumerate(self._operation):  # each operation's rows are contiguous
+            first = self._slices[op].start if op in self._slices else index
+            self._slices[op] = slice(first, index + 1)
         pairs = unordered_pairs(d)
         self.n_pairs = len(pairs)
         self._pair_i, self._pair_j = pairs[:, 0].copy(), pairs[:, 1].copy()
@@ -216,40 +225,64 @@ class RLInterface:
         self._no_repair = (np.zeros(repair_size, dtype=np.float32),
                            np.zeros(repair_size, dtype=np.int8))
         self._mask: np.ndarray | None = None
-        self._prepared: dict[str, tuple] = {}  # per instance: the observation's static part
+        self._prepared: dict[tuple, tuple] = {}  # per instance: the observation's static part
+        self._deferred_columns = [FEATURE_NAMES.index(name) for name in DEFERRED_FEATURES
+                                  if name != "kci_p_at_deleting_set"]
+        self._table: PairTable | None = None
+        self._pairs: PairEvidence | None = None
 
     # ---- episode start ------------------------------------------------------------------
-    def start(self, state: EpisodeState, evidence: PairEvidence,
-              referee: dict[str, Callable], shaped: bool,
-              repair: RepairEvidence | None = None) -> None:
-        """Begin an episode; ``repair`` is the instance's repair table (guided episodes)."""
-        prepared = self._prepared.get(evidence.sha256)
-        if prepared is None or prepared[0] is not evidence or prepared[5] is not repair:
-            values = evidence.feature_matrix()
-            available = ~np.isnan(values)
-            if not self.guided:
-                available[:, _GUIDED_COLUMN] = False
-            kci_values = np.clip(np.nan_to_num(values[:, _KCI_COLUMN]), 0.0, 1.0)
-            kci_available = available[:, _KCI_COLUMN].copy()
-            available[:, _KCI_COLUMN] = False
-            values = np.where(available, np.clip(np.nan_to_num(values), -1, 1), 0.0)
-            if repair is not None and self.guided:
-                repair_values, repair_available = repair.observation()
-                repair_part = (repair_values.astype(np.float32).reshape(-1),
-                               repair_available.astype(np.int8).reshape(-1))
-            else:
-                repair_part = self._no_repair
-            prepared = (evidence, values.astype(np.float32), available.astype(np.int8),
-                        kci_values, kci_available, repair, repair_part)
-            if len(self._prepared) > 64:
-                self._prepared.clear()
-            self._prepared[evidence.sha256] = prepared
+    def start(self, state: EpisodeState, evidence: EvidenceProvider,
+              referee: dict[str, Callable], shaped: bool) -> None:
+        """Begin an episode on the instance whose evidence ``evidence`` serves.
+
+        Eager: the whole pair table (and, guided, the repair table) is read or computed now.
+        Lazy: only the cheap columns (:data:`~heuresis_env.evidence.CHEAP_FEATURES`); a
+        pair's other columns and its repair row are computed when the pair is tested.
+        """
+        if self.evidence_mode == "eager":
+            pairs = evidence.pair_evidence()
+            repair = evidence.repair_evidence() if self.guided else None
+            key: tuple = ("eager", evidence.sha256)
+            prepared = self._prepared.get(key)
+            if prepared is None or prepared[0] is not pairs or prepared[5] is not repair:
+                values, available, kci_values, kci_available = self._prepare_values(
+                    pairs.feature_matrix())
+                if repair is not None:
+                    repair_values, repair_available = repair.observation()
+                    repair_part = (repair_values.astype(np.float32).reshape(-1),
+                                   repair_available.astype(np.int8).reshape(-1))
+                else:
+                    repair_part = self._no_repair
+                prepared = (pairs, values, available, kci_values, kci_available, repair,
+                            repair_part)
+            self._pairs, self._table = pairs, None
+        else:
+            table = evidence.pair_table()
+            if self.guided:
+                table.add_guided(evidence.guided_start())
+            key = ("lazy", evidence.sha256)
+            prepared = self._prepared.get(key)
+            if prepared is None or prepared[0] is not table:
+                values, available, kci_values, kci_available = self._prepare_values(
+                    table.cheap_matrix())
+                prepared = (table, values, available, kci_values, kci_available, None,
+                            self._no_repair)
+            self._pairs, self._table = None, table
+        if len(self._prepared) > 64:
+            self._prepared.clear()
+        self._prepared[key] = prepared
         _, values, available, self._kci_values, self._kci_available, _, repair_part = prepared
         self._repair_values, self._repair_available = repair_part
+        if self._table is not None:  # a lazy episode fills these as pairs are tested
+            self._kci_values = self._kci_values.copy()
+            self._kci_available = self._kci_available.copy()
+            self._repair_values = self._repair_values.copy()
+            self._repair_available = self._repair_available.copy()
+        self._provider = evidence
         self._values = values.copy()
         self._available = available.copy()
         self._tested = np.zeros(self.n_pairs, dtype=bool)
-        self._evidence = evidence
         self._mask = None
         self._reach: np.ndarray | None = None  # reachability of the directed part, kept up to date when cheap
         self._shaped = shaped
@@ -259,6 +292,66 @@ class RLInterface:
             self._is_true_pair = referee["is_true_pair"]
             _, self._true_positives, self._n_predicted = referee["f1_of_marks"](
                 state.working_graph.marks)
+
+    def _prepare_values(self, matrix: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The observation's evidence part from a feature matrix (nan: missing): values in
+        [−1, 1] with 0 where missing and availability, the KCI column held back until the
+        pair is tested (its values and availability apart), the guided column only guided."""
+        values = np.array(matrix, dtype=np.float64, ndmin=2)
+        available = ~np.isnan(values)
+        if not self.guided:
+            available[:, _GUIDED_COLUMN] = False
+        kci_values = np.clip(np.nan_to_num(values[:, _KCI_COLUMN]), 0.0, 1.0)
+        kci_available = available[:, _KCI_COLUMN].copy()
+        available[:, _KCI_COLUMN] = False
+        values = np.where(available, np.clip(np.nan_to_num(values), -1, 1), 0.0)
+        return (values.astype(np.float32), available.astype(np.int8), kci_values,
+                kci_available)
+
+    def _reveal_pair(self, row: int) -> None:
+        """A lazy episode's test of pair ``row``: compute (or read) its deferred columns and,
+        guided, its repair row, and show them as the eager view shows them."""
+        assert self._table is not None
+        values, available, kci_values, kci_available = self._prepare_values(
+            self._table.row(row)[None, :])
+        deferred = self._deferred_columns
+        self._values[row, deferred] = values[0, deferred]
+        self._available[row, deferred] = available[0, deferred]
+        self._kci_values[row] = kci_values[0]
+        self._kci_available[row] = kci_available[0]
+        if self.guided:
+            repair_values, repair_available = self._repair_observation()
+            width = self.n_repair_features
+            part = slice(row * width, (row + 1) * width)
+            self._repair_values[part] = repair_values[part]
+            self._repair_available[part] = repair_available[part]
+
+    def _repair_observation(self) -> tuple[np.ndarray, np.ndarray]:
+        """The instance's whole repair table as the observation shows it (computed or read
+        once per instance: the repair table has no per-pair path)."""
+        key = ("repair", self._provider.sha256)
+        prepared = self._prepared.get(key)
+        repair = self._provider.repair_evidence()
+        if prepared is None or prepared[0] is not repair:
+            values, available = repair.observation()
+            prepared = (repair, values.astype(np.float32).reshape(-1),
+                        available.astype(np.int8).reshape(-1))
+            self._prepared[key] = prepared
+        return prepared[1], prepared[2]
+
+    def _test_set(self, row: int) -> tuple[int, ...]:
+        """The set the test action tests pair ``row`` at."""
+        if self._table is not None:
+            return self._table.conditioning_set(row)
+        assert self._pairs is not None
+        return tuple(self._pairs.kci_conditioning_sets[row])
+
+    def _test_p(self, row: int) -> float:
+        if self._table is not None:
+            return float(self._table.row(row)[_KCI_COLUMN])
+        assert self._pairs is not None
+        return float(self._pairs.kci_p_at_deleting_set[row])
 
     # ---- observations and masks ------------------------------------------------------------
     def observation(self, state: EpisodeState, steps_left: int, max_steps: int) -> dict:
@@ -348,6 +441,8 @@ class RLInterface:
             outcome.submitted = True
         elif operation == "test":
             row = self._pair_row[i, j]
+            if self._table is not None:
+                self._reveal_pair(row)
             if self._kci_available[row]:
                 self._values[row, _KCI_COLUMN] = self._kci_values[row]
                 self._available[row, _KCI_COLUMN] = 1
@@ -445,10 +540,9 @@ class RLInterface:
         x, y = names[outcome.i], names[outcome.j]
         if outcome.operation == "test":
             row = self._pair_row[outcome.i, outcome.j]
-            given = [names[k] for k in self._evidence.kci_conditioning_sets[row]]
+            given = [names[k] for k in self._test_set(row)]
             condition = f" | {{{', '.join(given)}}}" if given else ""
-            return (f"{x} _||_ {y}{condition} by kci: p-value "
-                    f"{self._evidence.kci_p_at_deleting_set[row]:.4g}.")
+            return f"{x} _||_ {y}{condition} by kci: p-value {self._test_p(row):.4g}."
         edge = state.edge_text(outcome.i, outcome.j)
         verb = {"add": f"Added {edge}.", "remove": f"Removed the edge between {x} and {y}.",
                 "orient": f"Oriented the edge as {edge}."}[outcome.operation]

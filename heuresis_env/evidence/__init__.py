@@ -2,7 +2,7 @@
 
 The second stage of the data flow (instance → **evidence** → environment → policy → run →
 report): the guided start (PC-KCI's output and deletion log, :mod:`.start`), the RL view's
-pair features (:mod:`.pairs`), the evidence grid (:mod:`.grid`: cheap features of every pair
+pair features (:mod:`.pairs`, whole or pair by pair on demand), the evidence grid (:mod:`.grid`: cheap features of every pair
 and variable, for models trained on thousands of instances), the repair table (:mod:`.repair`: per-pair features that can
 tell PC-KCI's wrong decisions from its right ones), bootstrap edge frequencies
 (:mod:`.bootstrap`), all stored once per instance by :mod:`.store` and served lazily by
@@ -23,12 +23,17 @@ from heuresis_env.evidence.grid import (
     evidence_grid,
 )
 from heuresis_env.evidence.pairs import (
+    CHEAP_FEATURES,
     DCOR_MAX_ROWS,
+    DEFERRED_FEATURES,
     FEATURE_NAMES,
     STABILITY_BOOTSTRAPS,
+    STABILITY_MAX_D,
     PairEvidence,
+    PairTable,
     compute_pair_evidence,
     pair_evidence,
+    pair_table,
     unordered_pairs,
 )
 from heuresis_env.evidence.provider import EvidenceProvider
@@ -50,17 +55,22 @@ from heuresis_env.evidence.start import (
     guided_start,
     start_graph_for_edits,
 )
-from heuresis_env.evidence.store import EVIDENCE_VERSION, cached_evidence, clear_memory
+from heuresis_env.evidence.store import (
+    EVIDENCE_VERSION,
+    cached_evidence,
+    clear_memory,
+    stored_evidence,
+)
 
 __all__ = [
     "GRID_ALGORITHMS", "GRID_EVIDENCE_VERSION", "GRID_NODE_FEATURES", "GRID_NODE_FEATURE_NAMES",
     "GRID_PAIR_FEATURES", "GRID_PAIR_FEATURE_NAMES", "EvidenceGrid", "GridFeature",
     "compute_evidence_grid", "evidence_grid",
-    "ALPHA", "DCOR_MAX_ROWS", "DEFAULT_ALGORITHMS", "EVIDENCE_VERSION", "FEATURE_NAMES", "REFERENCE_ALGORITHMS",
+    "ALPHA", "CHEAP_FEATURES", "DCOR_MAX_ROWS", "DEFERRED_FEATURES", "DEFAULT_ALGORITHMS", "EVIDENCE_VERSION", "FEATURE_NAMES", "REFERENCE_ALGORITHMS",
     "REPAIR_EVIDENCE_VERSION", "REPAIR_FEATURES", "REPAIR_FEATURE_NAMES",
-    "STABILITY_BOOTSTRAPS", "EvidenceProvider", "GuidedStart", "PairEvidence",
+    "STABILITY_BOOTSTRAPS", "STABILITY_MAX_D", "EvidenceProvider", "GuidedStart", "PairEvidence", "PairTable",
     "RepairEvidence", "RepairFeature", "bootstrap_edge_frequencies", "cached_evidence",
     "clear_memory", "compute_guided_start", "compute_pair_evidence",
-    "compute_repair_evidence", "guided_start", "pair_evidence", "repair_evidence",
-    "start_graph_for_edits", "unordered_pairs",
+    "compute_repair_evidence", "guided_start", "pair_evidence", "pair_table", "repair_evidence",
+    "start_graph_for_edits", "stored_evidence", "unordered_pairs",
 ]

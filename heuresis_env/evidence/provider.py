@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from heuresis_env.evidence.grid import EvidenceGrid, evidence_grid
-from heuresis_env.evidence.pairs import PairEvidence, pair_evidence
+from heuresis_env.evidence.pairs import PairEvidence, PairTable, pair_evidence, pair_table
 from heuresis_env.evidence.repair import RepairEvidence, repair_evidence
 from heuresis_env.evidence.start import GuidedStart, guided_start
 
@@ -25,6 +25,11 @@ class EvidenceProvider:
 
     def pair_evidence(self) -> PairEvidence:
         return pair_evidence(self._data, self.names, self.sha256)
+
+    def pair_table(self) -> PairTable:
+        """The pair evidence computed on demand (:class:`PairTable`, one per instance in this
+        process): the lazy RL view's source."""
+        return pair_table(self._data, self.names, self.sha256)
 
     def evidence_grid(self) -> EvidenceGrid:
         return evidence_grid(self._data, self.names, self.sha256)

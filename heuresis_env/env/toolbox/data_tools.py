@@ -102,8 +102,8 @@ def _ci_test(state: EpisodeState, args: CITestArgs) -> ToolResult:
 
 def _rl_test_args(state: EpisodeState, i: int, j: int) -> dict:
     """The RL view's test on a pair: KCI at the set where PC-Fisher-z deleted it (or ∅)."""
-    evidence = state.require_evidence().pair_evidence()
-    conditioning = evidence.kci_conditioning_sets[evidence.pair_index(i, j)]
+    table = state.require_evidence().pair_table()  # the sets need PC-Fisher-z only
+    conditioning = table.conditioning_set(table.pair_index(i, j))
     return {"x": state.names[i], "y": state.names[j],
             "given": [state.names[k] for k in conditioning], "method": "kci"}
 

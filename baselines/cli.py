@@ -3,8 +3,11 @@
 and the selection and repair headrooms. Results are cached on disk; workers run in parallel.
 
 ``--suite bnlearn`` prints the BNLearn table instead (PC-Fisher-z, PC-KCI, GES, the oracle,
-and the share of the oracle's gain that GES recovers); ``--dataset data.csv [--graph g.txt]``
-runs every algorithm on one table and scores it against the graph when there is one.
+and the share of the oracle's gain that GES recovers; ``--suite bnlearn-large`` the same on the
+four larger networks); ``--suite shelf`` the whole shelf (every reference algorithm, BCA_φ and
+the oracle on the seven networks, PC-Fisher-z, PC-KCI, GES and the oracle on the four larger
+ones, each run within ``--budget`` seconds); ``--dataset data.csv [--graph g.txt]`` runs every
+algorithm on one table and scores it against the graph when there is one.
 """
 
 from __future__ import annotations
@@ -17,7 +20,13 @@ from pathlib import Path
 from baselines.family_table import compute_family_table, format_family_table
 from baselines.oracle import ideal_oracle
 from baselines.reference import REFERENCE_ALGORITHMS, reference_record
-from baselines.structure_table import compute_suite_table, format_suite_table
+from baselines.structure_table import (
+    SHELF_BUDGET,
+    compute_shelf_table,
+    compute_suite_table,
+    format_shelf_table,
+    format_suite_table,
+)
 from heuresis_env.console import text_table
 from heuresis_env.discovery import get_algorithm
 from heuresis_env.errors import HeuresisError
@@ -31,11 +40,19 @@ HELP = "Reference results per family: algorithms, BCA, oracle, merge*, headrooms
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--family", default="all",
                         help="a family name, several joined by commas, 'all' (the six "
-                             "benchmark families, default) or 'bnlearn' (the seven structures)")
+                             "benchmark families, default), 'bnlearn' (the seven structures), "
+                             "'bnlearn-large' (the four larger ones) or 'shelf' (all eleven)")
     parser.add_argument("--suite", choices=sorted(set(FAMILY_GROUPS) - {"all"}), default=None,
-                        help="bnlearn: the BNLearn table (PC-Fisher-z, PC-KCI, GES, oracle, "
-                             "GES's share of the oracle's gain); --count instances each "
-                             "(default 5)")
+                        help="bnlearn / bnlearn-large: the BNLearn table (PC-Fisher-z, PC-KCI, "
+                             "GES, oracle, GES's share of the oracle's gain); shelf: every "
+                             "reference algorithm, BCA_φ and the oracle on the seven networks, "
+                             "the suite's algorithms on the four larger ones; --count "
+                             "instances each (default 5)")
+    parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                        help="with --suite: CPU seconds one algorithm run may take; a run over "
+                             "it is stopped, and an algorithm over it on a network's first "
+                             f"instance is not run on the others (shelf default {SHELF_BUDGET:g}; "
+                             "bnlearn default: none)")
     parser.add_argument("--dataset", type=Path, default=None, metavar="CSV",
                         help="run every algorithm on one table (header row of column names)")
     parser.add_argument("--graph", type=Path, default=None, metavar="EDGE_LIST",
@@ -71,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
         raise HeuresisError("--graph, --anonymize and --no-standardize go with --dataset")
     if args.suite is not None:
         return run_suite(args)
+    if args.budget is not None:
+        raise HeuresisError("--budget goes with --suite")
     families = resolve_families(args.family)
     algorithms = (REFERENCE_ALGORITHMS if args.algorithms is None
                   else tuple(a.strip() for a in args.algorithms.split(",") if a.strip()))
@@ -119,11 +138,16 @@ def run_suite(args: argparse.Namespace) -> int:
     count = 5 if args.count is None else args.count
     if not 1 <= count <= SPLIT_SIZES[args.split]:
         raise HeuresisError(f"--count must be in 1..{SPLIT_SIZES[args.split]}, got {count}")
+    if args.budget is not None and not args.budget > 0:
+        raise HeuresisError(f"--budget must be a positive number of seconds, got {args.budget}")
+    if args.suite == "shelf":
+        return run_shelf(args, count)
     started = time.perf_counter()
     total = len(families) * count * 3
     with progress_bar(total=total, desc="algorithm runs", unit="run") as bar:
         rows = compute_suite_table(families, args.split, count, n=args.n, workers=args.workers,
-                                   n_resamples=args.resamples, progress=bar.update)
+                                   n_resamples=args.resamples, progress=bar.update,
+                                   budget=args.budget)
     n = 600 if args.n is None else args.n
     print(format_suite_table(rows, args.split, n))
     elapsed = time.perf_counter() - started
@@ -132,6 +156,33 @@ def run_suite(args: argparse.Namespace) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"suite": args.suite, "split": args.split, "n": n,
                                          "rows": [r.to_dict() for r in rows],
+                                         "seconds": elapsed}, indent=2, default=str))
+        print(f"wrote {args.json}")
+    return 0
+
+
+def run_shelf(args: argparse.Namespace, count: int) -> int:
+    """``--suite shelf``: the whole BNLearn shelf (test split; BCA_φ on the dev split)."""
+    from baselines.structure_table import SHELF_FULL, SHELF_LARGE, SUITE_ALGORITHMS
+
+    if args.split != "test":
+        raise HeuresisError("--suite shelf scores the test split (BCA_φ is selected on dev); "
+                            "leave --split out")
+    budget = SHELF_BUDGET if args.budget is None else args.budget
+    n = 600 if args.n is None else args.n
+    total = (len(SHELF_FULL) * 2 * count * len(REFERENCE_ALGORITHMS)
+             + len(SHELF_LARGE) * count * len(SUITE_ALGORITHMS))
+    started = time.perf_counter()
+    with progress_bar(total=total, desc="algorithm runs", unit="run") as bar:
+        rows = compute_shelf_table(count=count, n=args.n, workers=args.workers, budget=budget,
+                                   progress=bar.update)
+    elapsed = time.perf_counter() - started
+    print(format_shelf_table(rows, n, budget))
+    print(f"\n{total} algorithm runs in {elapsed:.1f} s ({args.workers} worker(s))")
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"suite": "shelf", "n": n, "count": count,
+                                         "budget": budget, "rows": [r.to_dict() for r in rows],
                                          "seconds": elapsed}, indent=2, default=str))
         print(f"wrote {args.json}")
     return 0

@@ -8,18 +8,29 @@ everything on the requested split with 95% paired bootstrap intervals over insta
 from __future__ import annotations
 
 import multiprocessing
+import os
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from baselines.merges import best_k, merge_k
 from baselines.oracle import ideal_oracle
-from baselines.reference import REFERENCE_ALGORITHMS, reference_record
+from baselines.reference import (
+    REFERENCE_ALGORITHMS,
+    cached_reference_record,
+    reference_cache_key,
+    reference_record,
+)
 from baselines.selection import select_bca
+from heuresis_env.cache import ResultCache
 from heuresis_env.console import text_table
+from heuresis_env.errors import HeuresisError
 from heuresis_env.generation import SPLIT_SIZES, InstanceKey, generate_instance
 from heuresis_env.graphs import Graph
 from heuresis_env.metrics import paired_bootstrap, score_graph
@@ -78,18 +89,54 @@ class FamilyTable:
         return asdict(self)
 
 
-def _job(args: tuple[dict, str]) -> tuple[str, str, dict | None, float, str | None, dict | None]:
-    """Worker: one (instance, algorithm) → scores. Instances are regenerated from their key."""
-    key_dict, algorithm = args
-    instance = generate_instance(InstanceKey.from_dict(key_dict))
-    record = reference_record(instance, algorithm)
+#: a run is also stopped after this many times its budget in wall time (a stuck run uses
+#: no CPU time)
+WALL_FACTOR = 20
+#: the start of the error of a run stopped (or not started) because of the time budget
+OVER_BUDGET = "over budget"
+
+
+def over_budget(error: str | None) -> bool:
+    """Whether a job's error says it was stopped by, or skipped because of, the budget."""
+    return error is not None and error.startswith(OVER_BUDGET)
+
+
+def _budget_cache() -> ResultCache:
+    """Runs stopped by a budget: {"budget": seconds} under the run's reference cache key, so a
+    warm run does not retry them unless its budget is larger."""
+    return ResultCache("reference-budget")
+
+
+def _outcome(instance: Any, record: Any) -> tuple[str, str, dict | None, float, str | None,
+                                                  dict | None]:
     result = record.result
     oracle_scores = None
-    if algorithm == "pc-kci" and record.ok:
+    if record.algorithm == "pc-kci" and record.ok:
 
         oracle_scores = score_graph(ideal_oracle(instance), instance.record.dag)
-    return (instance.key.slug, algorithm, record.scores, float(result.get("runtime_seconds", 0.0)),
-            result.get("error"), oracle_scores)
+    return (instance.key.slug, record.algorithm, record.scores,
+            float(result.get("runtime_seconds", 0.0)), result.get("error"), oracle_scores)
+
+
+def _cached_job(key: InstanceKey, algorithm: str, budget: float) -> tuple | None:
+    """What :func:`_job` would return, read from the caches only (None: it has to run): the
+    cached record, else a stop by an earlier budget at least as large."""
+    instance = generate_instance(key)
+    record = cached_reference_record(instance, algorithm)
+    if record is not None:
+        return _outcome(instance, record)
+    stopped = _budget_cache().get(reference_cache_key(instance, algorithm))
+    if stopped is not None and float(stopped["budget"]) >= budget:
+        return (key.slug, algorithm, None, float(stopped["budget"]),
+                f"{OVER_BUDGET}: over {float(stopped['budget']):g} s (an earlier run)", None)
+    return None
+
+
+def _job(args: tuple) -> tuple[str, str, dict | None, float, str | None, dict | None]:
+    """Worker: one (instance, algorithm) → scores. Instances are regenerated from their key."""
+    key_dict, algorithm = args[0], args[1]
+    instance = generate_instance(InstanceKey.from_dict(key_dict))
+    return _outcome(instance, reference_record(instance, algorithm))
 
 
 def _init_worker() -> None:
@@ -97,8 +144,14 @@ def _init_worker() -> None:
 
 
 def run_jobs(keys: Sequence[InstanceKey], algorithms: Sequence[str], workers: int = 1,
-             progress: Callable[[int], None] | None = None) -> dict[tuple[str, str], tuple]:
-    """Run every (instance, algorithm) pair; returns {(slug, algorithm): (scores, seconds, error, oracle)}."""
+             progress: Callable[[int], None] | None = None,
+             budget: float | None = None) -> dict[tuple[str, str], tuple]:
+    """Run every (instance, algorithm) pair; returns {(slug, algorithm): (scores, seconds, error, oracle)}.
+
+    ``budget`` (CPU seconds per run) runs them under :func:`run_budgeted` instead."""
+    if budget is not None:
+        return run_budgeted([(k, a) for k in keys for a in algorithms], budget, workers,
+                            progress)
     jobs = [(k.to_dict(), a) for k in keys for a in algorithms]
     out: dict[tuple[str, str], tuple] = {}
     if workers <= 1:
@@ -115,6 +168,201 @@ def run_jobs(keys: Sequence[InstanceKey], algorithms: Sequence[str], workers: in
             out[(r[0], r[1])] = r[2:]
             if progress:
                 progress(1)
+    return out
+
+
+#: what a budgeted worker imports before it says "ready": the runners and the libraries they
+#: import on first use (causal-learn's searches, lingam, torch), about 1-3 s
+_WORKER_IMPORTS = (
+    "heuresis_env.discovery.constraint_based", "heuresis_env.discovery.score_based",
+    "heuresis_env.discovery.functional_models", "heuresis_env.discovery.continuous_optimization",
+    "causallearn.search.ConstraintBased.FCI", "causallearn.search.ScoreBased.GES",
+    "causallearn.search.PermutationBased.GRaSP", "causallearn.search.PermutationBased.BOSS",
+    "lingam", "torch",
+)
+
+
+def _serve(connection: Connection) -> None:
+    """A budgeted worker: says "ready" once its imports are done (the budget of its first job
+    does not pay for them), then runs the jobs it is sent, one at a time, until sent None."""
+    limit_threads()
+    import importlib
+
+    for module in _WORKER_IMPORTS:
+        try:
+            importlib.import_module(module)
+        except ImportError:  # an optional extra missing: its algorithm fails when run
+            pass
+    connection.send("ready")
+    while True:
+        job = connection.recv()
+        if job is None:
+            return
+        try:
+            connection.send(_job(job))
+        except Exception as exc:  # noqa: BLE001 - reported as the job's failure
+            connection.send((InstanceKey.from_dict(job[0]).slug, job[1], None, 0.0,
+                             f"{type(exc).__name__}: {exc}", None))
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` so far (Linux ``/proc``; else None)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class _Worker:
+    def __init__(self, context: Any):
+        self.connection, child = context.Pipe()
+        self.process = context.Process(target=_serve, args=(child,), daemon=True)
+        self.process.start()
+        child.close()
+        self.ready = False
+        self.job: tuple[InstanceKey, str] | None = None
+        self.started = 0.0  # wall clock when the job was sent
+        self.cpu_start: float | None = None  # the worker's CPU seconds then
+
+    def used(self) -> float:
+        """Seconds the current job has used: CPU time where the system tells it (so that
+        other load on the machine does not count), else wall time."""
+        cpu = _cpu_seconds(self.process.pid) if self.process.pid else None
+        if cpu is None or self.cpu_start is None:
+            return time.monotonic() - self.started
+        return cpu - self.cpu_start
+
+    def stop(self, kill: bool = False) -> None:
+        if kill:
+            self.process.kill()
+        else:
+            try:
+                self.connection.send(None)
+            except OSError:
+                self.process.kill()
+        self.process.join(timeout=10)
+        self.connection.close()
+
+
+def run_budgeted(jobs: Sequence[tuple[InstanceKey, str]], budget: float, workers: int = 1,
+                 progress: Callable[[int], None] | None = None) -> dict[tuple[str, str], tuple]:
+    """Run (instance, algorithm) jobs in ``workers`` worker processes, stopping any run that
+    takes more than ``budget`` CPU seconds (its worker is killed and replaced). CPU time (user
+    + system, read from ``/proc``; wall time where there is none) does not grow with other
+    load on a shared machine, as wall time does; the workers run one thread each. A run is
+    also stopped after ``WALL_FACTOR`` × ``budget`` seconds of wall time.
+
+    The jobs of one family and algorithm form a group whose first job runs alone first: when
+    it exceeds the budget, the group's other jobs are not run (the algorithm does not fit on
+    that network; instances of a fixed structure differ only in their weights). A stopped run
+    is remembered in the cache (``reference-budget``), so a second run with the same or a
+    smaller budget reads it back instead of trying again; completed runs are cached as
+    always, so an interrupted run resumes where it stopped. Returns what :func:`run_jobs`
+    does; the error of a stopped or skipped run starts with :data:`OVER_BUDGET`."""
+    if not budget > 0:
+        raise HeuresisError(f"the budget must be a positive number of seconds, got {budget!r}")
+    if workers < 1:
+        raise HeuresisError(f"workers must be at least 1, got {workers!r}")
+    groups: dict[tuple[str, str], list[tuple[InstanceKey, str]]] = {}
+    for key, algorithm in dict.fromkeys(jobs):
+        groups.setdefault((key.family, algorithm), []).append((key, algorithm))
+    ready = [members[0] for members in groups.values()]  # each group's lead job first
+    held = {group: members[1:] for group, members in groups.items()}
+    out: dict[tuple[str, str], tuple] = {}
+    context = multiprocessing.get_context("spawn")
+    pool: list[_Worker] = []  # started when a job is not in the cache
+    uncached: set[tuple[InstanceKey, str]] = set()
+
+    def finish(job: tuple[InstanceKey, str], result: tuple) -> None:
+        out[(job[0].slug, job[1])] = result
+        if progress:
+            progress(1)
+        group = (job[0].family, job[1])
+        followers = held.pop(group, [])
+        if over_budget(result[2]):
+            for key, algorithm in followers:
+                out[(key.slug, algorithm)] = (
+                    None, 0.0, f"{OVER_BUDGET}: not run, {job[0].slug} took over {budget:g} s",
+                    None)
+                if progress:
+                    progress(1)
+        else:
+            ready.extend(followers)
+
+    def replace(worker: _Worker) -> None:
+        worker.stop(kill=True)
+        pool[pool.index(worker)] = _Worker(context)
+
+    try:
+        while ready or any(w.job is not None for w in pool):
+            # answer from the cache what it can, until the front of the queue holds a job
+            # for every worker that the cache cannot answer
+            checked = 0
+            while checked < len(ready) and checked < workers:
+                job = ready[checked]
+                if job in uncached:
+                    checked += 1
+                    continue
+                answer = _cached_job(job[0], job[1], budget)
+                if answer is None:
+                    uncached.add(job)
+                    checked += 1
+                else:
+                    ready.pop(checked)
+                    finish(job, answer[2:])
+            if checked and len(pool) < workers:
+                pool.extend(_Worker(context) for _ in range(min(checked, workers) - len(pool)))
+            for worker in pool:
+                if worker.ready and worker.job is None and ready:
+                    worker.job = ready.pop(0)
+                    worker.started = time.monotonic()
+                    worker.cpu_start = _cpu_seconds(worker.process.pid or 0)
+                    worker.connection.send((worker.job[0].to_dict(), worker.job[1]))
+            busy = [w for w in pool if w.job is not None]
+            starting = [w for w in pool if not w.ready]
+            if not busy and not starting:
+                continue
+            # CPU time is polled: look again within a second, or at the first possible end
+            timeout = min((max(0.0, min(1.0, budget - w.used())) for w in busy), default=None)
+            done = wait([w.connection for w in (*busy, *starting)], timeout=timeout)
+            for worker in starting:
+                if worker.connection in done:
+                    try:
+                        worker.ready = worker.connection.recv() == "ready"
+                    except EOFError:
+                        raise HeuresisError("a budgeted worker process failed to start "
+                                            f"(exit code {worker.process.exitcode})") from None
+            for worker in busy:
+                job = worker.job
+                assert job is not None
+                if worker.connection in done:
+                    try:
+                        result = worker.connection.recv()
+                    except EOFError:  # the worker died (e.g. out of memory)
+                        code = worker.process.exitcode
+                        replace(worker)
+                        finish(job, (None, 0.0, f"the worker process died (exit code {code})",
+                                     None))
+                        continue
+                    worker.job = None
+                    finish(job, result[2:])
+                elif (worker.used() > budget
+                      or time.monotonic() - worker.started > WALL_FACTOR * budget):
+                    replace(worker)
+                    # a run that ended while the budget was being checked is in the cache
+                    answer = _cached_job(job[0], job[1], budget)
+                    if answer is not None:
+                        finish(job, answer[2:])
+                        continue
+                    instance = generate_instance(job[0])
+                    _budget_cache().set(reference_cache_key(instance, job[1]),
+                                        {"budget": float(budget)})
+                    finish(job, (None, float(budget), f"{OVER_BUDGET}: stopped after "
+                                 f"{budget:g} s", None))
+    finally:
+        for worker in pool:
+            worker.stop(kill=worker.job is not None)
     return out
 
 

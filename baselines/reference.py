@@ -51,6 +51,18 @@ def _cache_key(instance: Instance, algorithm: str, params: dict[str, Any] | None
     return stable_hash(key)
 
 
+def reference_cache_key(instance: Instance, algorithm: str,
+                        params: dict[str, Any] | None = None) -> str:
+    """The key of ``algorithm``'s record on ``instance`` in the ``reference`` cache."""
+    return _cache_key(instance, algorithm, params)
+
+
+def cached_reference_record(instance: Instance, algorithm: str,
+                            params: dict[str, Any] | None = None) -> ReferenceRecord | None:
+    """The cached record of ``algorithm`` on ``instance``, or None (nothing is run)."""
+    return ResultCache("reference").get(_cache_key(instance, algorithm, params))
+
+
 def reference_record(instance: Instance, algorithm: str,
                      params: dict[str, Any] | None = None, *, use_cache: bool = True) -> ReferenceRecord:
     """Run (or fetch from the cache) ``algorithm`` on ``instance`` and score it on the hidden DAG

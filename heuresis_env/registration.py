@@ -1,4 +1,4 @@
-"""Gymnasium ids: ``Heuresis-{family}-v0`` for the six families of ``docs/families.md``, the seven
+"""Gymnasium ids: ``Heuresis-{family}-v0`` for the six families of ``docs/families.md``, the eleven
 BNLearn structures (``Heuresis-bnlearn-alarm-v0``, …), the Sachs data (``Heuresis-sachs-v0``)
 and a user's table (``Heuresis-dataset-v0``, with ``data=..., names=..., graph=...``); and
 ``Heuresis-qa-{family}-v0`` for the six families' question episodes (``task="qa"``).
@@ -16,7 +16,9 @@ REGISTERED_FAMILIES = ("lg", "anm", "hetero", "wild", "mixed", "gauntlet")
 #: the BNLearn structure families (``heuresis_env.generation.families.STRUCTURE_FAMILIES``;
 #: spelled out here so that importing the package stays light — a test checks they agree)
 REGISTERED_STRUCTURES = ("bnlearn-asia", "bnlearn-cancer", "bnlearn-earthquake",
-                         "bnlearn-sachs", "bnlearn-child", "bnlearn-insurance", "bnlearn-alarm")
+                         "bnlearn-sachs", "bnlearn-child", "bnlearn-insurance", "bnlearn-alarm",
+                         "bnlearn-hailfinder", "bnlearn-hepar2", "bnlearn-win95pts",
+                         "bnlearn-andes")
 #: the shipped real data sets registered as ids
 REGISTERED_DATASETS = ("sachs",)
 #: the id that takes a user's table

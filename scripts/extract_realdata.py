@@ -8,8 +8,10 @@ write the files under ``heuresis_env/data/`` (see ``heuresis_env/data/README.md`
         --cdt-wheel cdt-0.6.0-py3-none-any.whl \
         --tuebingen-readme README  [--out heuresis_env/data]
 
-- ``--pgmpy-wheel`` (``pip download pgmpy --no-deps``): the BIF files of seven BNLearn
-  networks; only their graphs are written, as edge lists (``bnlearn/<network>.txt``).
+- ``--pgmpy-wheel`` (``pip download pgmpy==1.1.2 --no-deps``): the BIF files of eleven BNLearn
+  networks (the seven of the benchmark's appendix and four larger ones); only their graphs are
+  written, as edge lists (``bnlearn/<network>.txt``), after a check of their node and arc
+  counts against the ones pgmpy's own model classes declare.
 - ``--cdt-wheel`` (``pip download cdt --no-deps``): ``cyto_full_data.csv`` holds the nine
   conditions of Sachs et al. (2005) one after another (7,466 rows); the first 853 rows are the
   observational CD3/CD28 condition, written as ``sachs/sachs_cd3cd28.csv`` after a check that
@@ -32,8 +34,14 @@ import re
 import zipfile
 from pathlib import Path
 
-#: the seven networks of the benchmark's appendix, smallest first
-NETWORKS = ("asia", "cancer", "earthquake", "sachs", "child", "insurance", "alarm")
+#: the seven networks of the benchmark's appendix, smallest first, then the four larger ones
+NETWORKS = ("asia", "cancer", "earthquake", "sachs", "child", "insurance", "alarm",
+            "hailfinder", "hepar2", "win95pts", "andes")
+#: (nodes, arcs) of each network, as pgmpy 1.1.2 declares them
+#: (``pgmpy/example_models/bnlearn/<network>.py``, tags ``n_nodes`` and ``n_edges``)
+SIZES = {"asia": (8, 8), "cancer": (5, 4), "earthquake": (5, 4), "sachs": (11, 17),
+         "child": (20, 25), "insurance": (27, 52), "alarm": (37, 46), "hailfinder": (56, 66),
+         "hepar2": (70, 123), "win95pts": (76, 112), "andes": (223, 338)}
 
 #: where each network comes from (the papers the BNLearn repository cites)
 CITATIONS = {
@@ -55,6 +63,17 @@ CITATIONS = {
              "ALARM monitoring system: a case study with two probabilistic inference "
              "techniques for belief networks. Proc. 2nd European Conference on Artificial "
              "Intelligence in Medicine, 247-256.",
+    "hailfinder": "Abramson, B., Brown, J., Edwards, W., Murphy, A. and Winkler, R. L. (1996). "
+                  "Hailfinder: a Bayesian system for forecasting severe weather. International "
+                  "Journal of Forecasting 12(1), 57-71.",
+    "hepar2": "Onisko, A. (2003). Probabilistic Causal Models in Medicine: Application to "
+              "Diagnosis of Liver Disorders. PhD dissertation, Institute of Biocybernetics and "
+              "Biomedical Engineering, Polish Academy of Science, Warsaw.",
+    "win95pts": "Windows 95 printer troubleshooter (Microsoft Research); neither pgmpy nor the "
+                "BNLearn repository cites a paper for it (see heuresis_env/data/README.md).",
+    "andes": "Conati, C., Gertner, A. S., VanLehn, K. and Druzdzel, M. J. (1997). On-line "
+             "student modeling for coached problem solving using Bayesian networks. Proc. 6th "
+             "International Conference on User Modeling, 231-242.",
 }
 REPOSITORY = ("Scutari, M. bnlearn Bayesian network repository (BNLearn); BIF files as "
               "shipped in pgmpy's wheel (pgmpy/utils/example_models/<network>.bif.gz)")
@@ -105,6 +124,9 @@ def extract_bnlearn(wheel: Path, out: Path) -> None:
         for network in NETWORKS:
             raw = gzip.decompress(archive.read(f"pgmpy/utils/example_models/{network}.bif.gz"))
             names, edges = parse_bif(raw.decode("utf-8"))
+            if (len(names), len(edges)) != SIZES[network]:
+                raise ValueError(f"{network}: read {len(names)} nodes and {len(edges)} arcs, "
+                                 f"pgmpy declares {SIZES[network]}")
             target = out / "bnlearn" / f"{network}.txt"
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(edge_list_text(network, names, edges,

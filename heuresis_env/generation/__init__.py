@@ -74,10 +74,17 @@ from heuresis_env.generation.scm import (
     sample_dag,
 )
 from heuresis_env.generation.sortability import r2_sortability, varsortability
-from heuresis_env.generation.structures import BNLEARN_NETWORKS, Structure, bnlearn_structure
+from heuresis_env.generation.structures import (
+    BNLEARN_LARGE_NETWORKS,
+    BNLEARN_NETWORKS,
+    BNLEARN_SHELF,
+    Structure,
+    bnlearn_structure,
+)
 
 __all__ = [
-    "BENCHMARK_FAMILIES", "BNLEARN_NETWORKS", "FAMILY_GROUPS", "GENERATOR_VERSION", "GRAPH_MODELS", "SCM",
+    "BENCHMARK_FAMILIES", "BNLEARN_LARGE_NETWORKS", "BNLEARN_NETWORKS", "BNLEARN_SHELF",
+    "FAMILY_GROUPS", "GENERATOR_VERSION", "GRAPH_MODELS", "SCM",
     "SPLIT_SIZES", "STREAM_SPLITS", "STRUCTURE_FAMILIES", "TEST_SALT_ENV", "TRAIN_SPLIT_SIZE",
     "DatasetError", "FamilySpec",
     "HiddenRecord", "Instance", "InstanceKey", "InstanceSource", "MechanismEntry",

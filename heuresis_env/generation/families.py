@@ -28,7 +28,9 @@ from heuresis_env.generation.scm import (
     sample_dag,
 )
 from heuresis_env.generation.structures import (
+    BNLEARN_LARGE_NETWORKS,
     BNLEARN_NETWORKS,
+    BNLEARN_SHELF,
     Structure,
     bnlearn_family,
     bnlearn_structure,
@@ -184,16 +186,23 @@ def available_families() -> list[str]:
 
 #: the six mechanism families of ``docs/families.md`` (what ``--family all`` means)
 BENCHMARK_FAMILIES = ("lg", "anm", "hetero", "wild", "mixed", "gauntlet")
-#: the family names of the seven BNLearn structures (``--family bnlearn`` / ``--suite bnlearn``)
-STRUCTURE_FAMILIES = tuple(bnlearn_family(network) for network in BNLEARN_NETWORKS)
-#: names that stand for several families on the command line
-FAMILY_GROUPS: dict[str, tuple[str, ...]] = {"all": BENCHMARK_FAMILIES,
-                                             "bnlearn": STRUCTURE_FAMILIES}
+#: the family names of every shipped BNLearn structure (the eleven of the shelf)
+STRUCTURE_FAMILIES = tuple(bnlearn_family(network) for network in BNLEARN_SHELF)
+#: names that stand for several families on the command line: ``bnlearn`` the seven networks
+#: of the benchmark's appendix, ``bnlearn-large`` the four larger ones, ``shelf`` all eleven
+FAMILY_GROUPS: dict[str, tuple[str, ...]] = {
+    "all": BENCHMARK_FAMILIES,
+    "bnlearn": tuple(bnlearn_family(network) for network in BNLEARN_NETWORKS),
+    "bnlearn-large": tuple(bnlearn_family(network) for network in BNLEARN_LARGE_NETWORKS),
+    "shelf": STRUCTURE_FAMILIES,
+}
 
 
 def expand_families(names: str | Sequence[str]) -> list[str]:
-    """Family names with the groups ``all`` (the six benchmark families) and ``bnlearn`` (the seven
-    structures) expanded, each checked; an unknown name lists the known ones."""
+    """Family names with the groups of :data:`FAMILY_GROUPS` expanded (``all``: the six
+    benchmark families; ``bnlearn``: the seven structures of the appendix; ``bnlearn-large``:
+    the four larger ones; ``shelf``: all eleven), each checked; an unknown name lists the
+    known ones."""
     names = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
     chosen: list[str] = []
     for name in (n for n in names if n):
@@ -242,7 +251,7 @@ for _spec in (
 ):
     register_family(_spec.name, _spec)
 
-for _network in BNLEARN_NETWORKS:
+for _network in BNLEARN_SHELF:
     register_family(bnlearn_family(_network), FamilySpec(
         bnlearn_family(_network),
         f"the BNLearn '{_network}' DAG, anonymized, with the lg family's linear-Gaussian "

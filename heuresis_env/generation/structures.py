@@ -3,11 +3,12 @@
 A :class:`Structure` is a named DAG (variable names and arcs). A family with a structure
 (:class:`heuresis_env.generation.families.FamilySpec` ``structure=...``) uses it instead of a
 random graph; the instance generator then shuffles the columns and renames them X1..Xd as for
-every family, so the original names never reach the data. The seven BNLearn networks of the
-benchmark's appendix ship as edge lists in ``heuresis_env/data/bnlearn/`` (graphs only; see
-``heuresis_env/data/README.md`` for their sources and licence) and are registered as the
-families ``bnlearn-<network>``: linear-Gaussian mechanisms (the ``lg`` family's) on the fixed
-anonymized DAG.
+every family, so the original names never reach the data. Eleven BNLearn networks ship as
+edge lists in ``heuresis_env/data/bnlearn/`` (graphs only; see ``heuresis_env/data/README.md``
+for their sources and licence): the seven of the benchmark's appendix
+(:data:`BNLEARN_NETWORKS`, d = 5–37) and four larger ones (:data:`BNLEARN_LARGE_NETWORKS`,
+d = 56–223). Each is registered as the family ``bnlearn-<network>``: linear-Gaussian mechanisms
+(the ``lg`` family's) on the fixed anonymized DAG.
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ from heuresis_env.graphs import Graph, GraphError, graph_from_edge_lines, has_di
 
 #: the seven networks of the benchmark's appendix, smallest first
 BNLEARN_NETWORKS = ("asia", "cancer", "earthquake", "sachs", "child", "insurance", "alarm")
+#: four larger networks: hailfinder (56 nodes), hepar2 (70), win95pts (76), andes (223)
+BNLEARN_LARGE_NETWORKS = ("hailfinder", "hepar2", "win95pts", "andes")
+#: every shipped BNLearn network (the shelf), smallest first
+BNLEARN_SHELF = (*BNLEARN_NETWORKS, *BNLEARN_LARGE_NETWORKS)
 #: the family name of a BNLearn network
 BNLEARN_PREFIX = "bnlearn-"
 _NODES_HEADER = "# nodes:"
@@ -96,8 +101,8 @@ def parse_structure(name: str, lines: Iterable[str], source: str = "") -> Struct
 
 def bnlearn_structure(network: str) -> Structure:
     """One of the shipped BNLearn graphs (original names), e.g. ``bnlearn_structure("alarm")``."""
-    if network not in BNLEARN_NETWORKS:
-        raise UnknownNameError("BNLearn network", network, BNLEARN_NETWORKS)
+    if network not in BNLEARN_SHELF:
+        raise UnknownNameError("BNLearn network", network, BNLEARN_SHELF)
     path = resources.files("heuresis_env") / "data" / "bnlearn" / f"{network}.txt"
     text = path.read_text(encoding="utf-8")
     return parse_structure(network, text.splitlines(),
@@ -109,5 +114,5 @@ def bnlearn_family(network: str) -> str:
     return f"{BNLEARN_PREFIX}{network}"
 
 
-__all__: Sequence[str] = ("BNLEARN_NETWORKS", "Structure", "bnlearn_family",
+__all__: Sequence[str] = ("BNLEARN_LARGE_NETWORKS", "BNLEARN_NETWORKS", "BNLEARN_SHELF", "Structure", "bnlearn_family",
                           "bnlearn_structure", "parse_structure")

@@ -17,6 +17,7 @@ from baselines.structure_table import (
     share_interval,
 )
 from heuresis_env import cli
+from heuresis_env.errors import HeuresisError
 
 
 def test_share_of_the_oracle_gain():
@@ -65,3 +66,60 @@ def test_cli_baselines_dataset_with_and_without_graph(tmp_path, capsys):
     assert "no ground truth" in printed and "      -" in printed
     assert cli.main(["baselines", "--graph", str(graph)]) == 2
     assert "go with --dataset" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_budgeted_runs_stop_the_slow_skip_its_group_and_are_remembered():
+    from baselines.family_table import OVER_BUDGET, _cached_job, over_budget, run_budgeted
+    from heuresis_env.generation import InstanceKey
+
+    keys = [InstanceKey("bnlearn-asia", "dev", i) for i in range(2)]
+    jobs = [(k, a) for k in keys for a in ("pc-fisherz", "notears-mlp")]
+    # NOTEARS-MLP needs seconds of CPU time on Asia at n = 600; PC-Fisher-z a few hundredths
+    out = run_budgeted(jobs, budget=0.5, workers=1)
+    assert set(out) == {(k.slug, a) for k, a in jobs}
+    for key in keys:
+        scores, _, error, _ = out[(key.slug, "pc-fisherz")]
+        assert error is None and 0 < scores["f1"] <= 1
+    stopped = out[(keys[0].slug, "notears-mlp")]
+    assert stopped[0] is None and stopped[2] == f"{OVER_BUDGET}: stopped after 0.5 s"
+    skipped = out[(keys[1].slug, "notears-mlp")]  # its group's first run was stopped
+    assert over_budget(skipped[2]) and "not run" in skipped[2] and keys[0].slug in skipped[2]
+    # remembered: the same or a smaller budget reads the stop back, a larger one runs again
+    # (slug, algorithm, scores, seconds, error, oracle scores)
+    assert over_budget(_cached_job(keys[0], "notears-mlp", 0.5)[4])
+    assert over_budget(_cached_job(keys[0], "notears-mlp", 0.25)[4])
+    assert _cached_job(keys[0], "notears-mlp", 1.0) is None
+    assert _cached_job(keys[1], "notears-mlp", 0.5) is None  # skipped, never tried
+    assert _cached_job(keys[0], "pc-fisherz", 0.5)[4] is None  # a cached result
+    again = run_budgeted(jobs, budget=0.5, workers=2)  # warm: from the caches, no worker
+    assert {k: v[2] is None for k, v in again.items()} == {k: v[2] is None
+                                                            for k, v in out.items()}
+    with pytest.raises(HeuresisError, match="budget"):
+        run_budgeted(jobs, budget=0.0)
+
+
+@pytest.mark.slow
+def test_shelf_table_on_small_networks(capsys):
+    from baselines.reference import REFERENCE_ALGORITHMS
+    from baselines.structure_table import compute_shelf_table, format_shelf_table
+
+    rows = compute_shelf_table(full=["bnlearn-cancer"], large=["bnlearn-earthquake"], count=2,
+                               n=200, workers=2, budget=60.0)
+    full, large = rows
+    assert (full.family, full.d, full.n_edges, full.n_instances) == ("bnlearn-cancer", 5, 4, 2)
+    assert full.algorithms == list(REFERENCE_ALGORITHMS) and large.algorithms == list(
+        SUITE_ALGORITHMS)
+    assert all(full.f1[a] is not None for a in REFERENCE_ALGORITHMS)  # all fit in 60 s
+    assert full.bca in REFERENCE_ALGORITHMS and large.bca is None
+    assert full.selection_headroom == pytest.approx(full.f1[full.bca] - full.f1["pc-kci"])
+    assert full.repair_headroom == pytest.approx(full.oracle_f1 - full.f1[full.bca])
+    for row in rows:
+        assert row.oracle_f1 >= row.f1["pc-kci"] - 1e-12  # PC-KCI plus restored true edges
+        assert all(v >= 0 for v in row.seconds.values())
+    text = format_shelf_table(rows, 200, 60.0)
+    assert "bnlearn-earthquake" in text and "notears-mlp" in text and "BCA_φ" in text
+    assert cli.main(["baselines", "--suite", "shelf", "--split", "dev"]) == 2
+    assert "test split" in capsys.readouterr().err
+    assert cli.main(["baselines", "--budget", "5"]) == 2
+    assert "--budget goes with --suite" in capsys.readouterr().err

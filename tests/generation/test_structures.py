@@ -12,7 +12,9 @@ import pytest
 
 from heuresis_env.errors import HeuresisError, UnknownNameError
 from heuresis_env.generation import (
+    BNLEARN_LARGE_NETWORKS,
     BNLEARN_NETWORKS,
+    BNLEARN_SHELF,
     STRUCTURE_FAMILIES,
     FamilySpec,
     InstanceKey,
@@ -30,7 +32,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import extract_realdata  # noqa: E402  (the extraction script, kept in the repository)
 
 
-@pytest.mark.parametrize("network", BNLEARN_NETWORKS)
+@pytest.mark.parametrize("network", BNLEARN_SHELF)
 def test_shipped_structure_matches_its_bif_file(network):
     facts = FACTS["networks"][network]
     structure = bnlearn_structure(network)
@@ -43,9 +45,12 @@ def test_shipped_structure_matches_its_bif_file(network):
 
 def test_published_sizes():
     sizes = {n: (bnlearn_structure(n).d, len(bnlearn_structure(n).edges))
-             for n in BNLEARN_NETWORKS}
+             for n in BNLEARN_SHELF}
     assert sizes == {"asia": (8, 8), "cancer": (5, 4), "earthquake": (5, 4), "sachs": (11, 17),
-                     "child": (20, 25), "insurance": (27, 52), "alarm": (37, 46)}
+                     "child": (20, 25), "insurance": (27, 52), "alarm": (37, 46),
+                     "hailfinder": (56, 66), "hepar2": (70, 123), "win95pts": (76, 112),
+                     "andes": (223, 338)}
+    assert sizes == extract_realdata.SIZES  # what the extraction checks against pgmpy's tags
 
 
 def test_bif_parser_reads_parents_and_refuses_undeclared_names():
@@ -81,7 +86,7 @@ probability ( B | A ) {
                     reason="set HEURESIS_PGMPY_WHEEL to pgmpy 1.1.2's wheel to re-extract")
 def test_extraction_reproduces_the_shipped_files(tmp_path):
     extract_realdata.extract_bnlearn(Path(os.environ["HEURESIS_PGMPY_WHEEL"]), tmp_path)
-    for network in BNLEARN_NETWORKS:
+    for network in BNLEARN_SHELF:
         shipped = ROOT / "heuresis_env" / "data" / "bnlearn" / f"{network}.txt"
         assert (tmp_path / "bnlearn" / f"{network}.txt").read_text() == shipped.read_text()
 
@@ -101,7 +106,10 @@ def test_structure_files_are_checked():
 
 def test_families_registered_with_ids_and_groups():
     assert STRUCTURE_FAMILIES == REGISTERED_STRUCTURES
-    assert expand_families("bnlearn") == list(STRUCTURE_FAMILIES)
+    assert STRUCTURE_FAMILIES == tuple(f"bnlearn-{n}" for n in BNLEARN_SHELF)
+    assert expand_families("bnlearn") == [f"bnlearn-{n}" for n in BNLEARN_NETWORKS]
+    assert expand_families("bnlearn-large") == [f"bnlearn-{n}" for n in BNLEARN_LARGE_NETWORKS]
+    assert expand_families("shelf") == list(STRUCTURE_FAMILIES)
     assert expand_families("all") == ["lg", "anm", "hetero", "wild", "mixed", "gauntlet"]
     assert expand_families("lg,bnlearn-asia") == ["lg", "bnlearn-asia"]
     for family in STRUCTURE_FAMILIES:
@@ -159,3 +167,25 @@ def test_size_of_a_structure_family_is_its_own():
         InstanceKey("bnlearn-alarm", "dev", 0, graph_model="er")
     assert InstanceKey("bnlearn-alarm", "dev", 0, d=37, n=200).n == 200
     assert InstanceKey("lg", "dev", 0).to_dict()["d"] == 10  # unchanged defaults elsewhere
+
+
+def test_the_largest_structure_samples_finite_standardized_data():
+    # andes: d = 223, depth 40; the lg mechanisms' variance grows along paths, yet the raw
+    # draw stays finite and the standardized table is clean
+    key = InstanceKey("bnlearn-andes", "dev", 0)
+    instance = generate_instance(key)
+    X = np.asarray(instance.X)
+    assert X.shape == (600, 223) and np.isfinite(X).all()
+    assert np.max(np.abs(X.mean(0))) < 1e-9 and np.max(np.abs(X.var(0) - 1)) < 1e-9
+    assert instance.record.dag.n_edges() == 338
+    assert generate_instance(key).sha256 == instance.sha256
+
+
+def test_a_large_structure_id_resets_and_is_scored():
+    env = gym.make(env_id("bnlearn-andes"), max_steps=3)  # the text view
+    observation, info = env.reset(seed=0)
+    assert env.unwrapped.d == 223 and info["data"].shape == (600, 223)
+    assert "223 columns named X1, X2" in observation["text"]
+    _, _, terminated, _, info = env.step('{"tool": "submit", "args": {}}')
+    assert terminated and info["scores"]["shd"] == 338  # the empty graph misses every arc
+    env.close()

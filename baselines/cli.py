@@ -22,6 +22,9 @@ from baselines.oracle import ideal_oracle
 from baselines.reference import REFERENCE_ALGORITHMS, reference_record
 from baselines.structure_table import (
     SHELF_BUDGET,
+    SHELF_FULL,
+    SHELF_LARGE,
+    SUITE_ALGORITHMS,
     compute_shelf_table,
     compute_suite_table,
     format_shelf_table,
@@ -163,8 +166,6 @@ def run_suite(args: argparse.Namespace) -> int:
 
 def run_shelf(args: argparse.Namespace, count: int) -> int:
     """``--suite shelf``: the whole BNLearn shelf (test split; BCA_φ on the dev split)."""
-    from baselines.structure_table import SHELF_FULL, SHELF_LARGE, SUITE_ALGORITHMS
-
     if args.split != "test":
         raise HeuresisError("--suite shelf scores the test split (BCA_φ is selected on dev); "
                             "leave --split out")

@@ -129,9 +129,9 @@ def _pump(first: socket.socket, second: socket.socket) -> None:
                 pass
 
 
-def _read_head(connection: socket.socket) -> tuple[bytes, bytes]:
-    """The request head (through the blank line) and whatever followed it."""
-    data = b""
+def _read_head(connection: socket.socket, data: bytes = b"") -> tuple[bytes, bytes]:
+    """The request head (through the blank line) and whatever followed it (``data``: bytes
+    already read from the connection)."""
     while b"\r\n\r\n" not in data:
         if len(data) > _HEADER_LIMIT:
             raise ValueError("request head too long")
@@ -151,6 +151,56 @@ def _reply(connection: socket.socket, status: str, text: str) -> None:
                            .encode() + body)
     except OSError:
         pass
+
+
+def _origin_form(head: bytes) -> tuple[str, str, bytes]:
+    """(method, endpoint, head rewritten to origin form) of a plain-HTTP proxy request, whose
+    target is an absolute ``http://`` URL; HeuresisError for anything else."""
+    line = head.split(b"\r\n", 1)[0].decode("latin-1")
+    try:
+        method, target, version = line.split(" ", 2)
+    except ValueError:
+        raise HeuresisError("not an HTTP request line") from None
+    parts = urlsplit(target)
+    if parts.scheme != "http" or not parts.hostname:
+        raise HeuresisError("not an absolute http URL")
+    endpoint = parse_endpoint(f"http://{parts.netloc}")
+    origin = f"{method} {parts.path or '/'}{'?' + parts.query if parts.query else ''} {version}"
+    return method, endpoint, origin.encode("latin-1") + head[len(line):]
+
+
+def _body_length(head: bytes) -> int | None:
+    """A request's Content-Length (0 without one); None for a chunked (or unparseable) body."""
+    length = 0
+    for raw in head.split(b"\r\n")[1:]:
+        name, _, value = raw.partition(b":")
+        key = name.strip().lower()
+        if key == b"transfer-encoding":
+            return None
+        if key == b"content-length":
+            try:
+                length = int(value.strip())
+            except ValueError:
+                return None
+    return length if length >= 0 else None
+
+
+def _copy(source: socket.socket, target: socket.socket) -> None:
+    """Copy bytes one way until ``source`` closes, then close both."""
+    try:
+        while True:
+            data = source.recv(65536)
+            if not data:
+                return
+            target.sendall(data)
+    except OSError:
+        return
+    finally:
+        for side in (source, target):
+            try:
+                side.close()
+            except OSError:
+                pass
 
 
 class EndpointProxy:
@@ -205,15 +255,8 @@ class EndpointProxy:
         try:
             if method.upper() == "CONNECT":
                 endpoint = parse_endpoint(target)
-                forward = b""
             else:
-                parts = urlsplit(target)
-                if parts.scheme != "http" or not parts.hostname:
-                    raise HeuresisError("not an absolute http URL")
-                endpoint = parse_endpoint(f"http://{parts.netloc}")
-                path = parts.path or "/"
-                origin = f"{method} {path}{'?' + parts.query if parts.query else ''} {version}"
-                forward = origin.encode("latin-1") + head[len(line):] + rest
+                method, endpoint, _ = _origin_form(head)
         except HeuresisError:
             self._refuse(connection, target, method)
             connection.close()
@@ -229,20 +272,55 @@ class EndpointProxy:
             _reply(connection, "502 Bad Gateway", f"heuresis: {endpoint}: {exc}")
             connection.close()
             return
-        try:
-            if method.upper() == "CONNECT":
+        connection.settimeout(None)
+        upstream.settimeout(None)
+        if method.upper() == "CONNECT":
+            try:
                 connection.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
                 if rest:
                     upstream.sendall(rest)
-            else:
-                upstream.sendall(forward)
-        except OSError:
-            upstream.close()
-            connection.close()
+            except OSError:
+                upstream.close()
+                connection.close()
+                return
+            _pump(connection, upstream)
             return
-        connection.settimeout(None)
-        upstream.settimeout(None)
-        _pump(connection, upstream)
+        # plain HTTP: the responses flow back as they come; every request of a kept-alive
+        # connection is rewritten to origin form and must name the same endpoint
+        threading.Thread(target=_copy, args=(upstream, connection), daemon=True).start()
+        self._forward_requests(connection, upstream, endpoint, head, rest)
+
+    def _forward_requests(self, connection: socket.socket, upstream: socket.socket,
+                          endpoint: str, head: bytes, rest: bytes) -> None:
+        try:
+            while True:
+                method, named, forward = _origin_form(head)
+                if named != endpoint:  # another host on this connection: refused, closed
+                    self._refuse(connection, named, method)
+                    return
+                length = _body_length(head)
+                upstream.sendall(forward)
+                if length is None:  # a chunked body: the rest of this connection as it is
+                    if rest:
+                        upstream.sendall(rest)
+                    _copy(connection, upstream)
+                    return
+                while len(rest) < length:
+                    chunk = connection.recv(65536)
+                    if not chunk:
+                        return
+                    rest += chunk
+                upstream.sendall(rest[:length])
+                rest = rest[length:]
+                head, rest = _read_head(connection, rest)
+        except (OSError, ValueError, HeuresisError):
+            return
+        finally:
+            for side in (connection, upstream):
+                try:
+                    side.close()
+                except OSError:
+                    pass
 
     def close(self) -> None:
         if self._closed:

@@ -575,6 +575,13 @@ def test_a_cluster_of_two_raylets_reached_by_address_runs_the_job_as_the_local_b
     --address``, as a user would: the same results as the in-process run, from two actors
     (one per raylet: each node has one CPU and an actor needs one)."""
     pytest.importorskip("ray")
+    if any(ch.isspace() for ch in sys.executable):
+        # a driver reaching a cluster by address ships a runtime_env, and Ray starts such
+        # workers through a shell line built from the raylet's interpreter path: a space in
+        # it ("/tmp/ci check/...") kills every worker at start (raylet.err: "bash: line 1:
+        # /tmp/ci: No such file or directory"); see docs/evaluation.md
+        pytest.skip("Ray cannot start runtime_env workers from an interpreter path with a "
+                    f"space ({sys.executable!r}); the cluster test needs a path without one")
     import ray
     from ray.cluster_utils import Cluster
 

@@ -208,7 +208,7 @@ def test_the_endpoint_variables_are_those_of_the_llm_backends():
 def alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
+    except OSError:  # gone before (FileNotFoundError) or while (ProcessLookupError) /proc was read
         return False
     return state not in ("Z", "X")
 

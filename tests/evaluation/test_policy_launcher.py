@@ -41,7 +41,7 @@ def gone(pid: int, seconds: float = 10.0) -> bool:
     while time.monotonic() < deadline:
         try:
             state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except FileNotFoundError:
+        except OSError:  # gone before (FileNotFoundError) or while (ProcessLookupError) reading
             return True
         if state in ("Z", "X"):
             return True

@@ -2,8 +2,9 @@
 
 One row per unordered pair (i < j): the p-value with which PC-Fisher-z deleted the pair,
 |Pearson r|, distance correlation and the gap dCor − |r| on a fixed subsample of at most 300
-rows (the router's flag), the KCI p-value at Fisher-z's deleting set (the empty set for pairs
-Fisher-z kept), the adjacency frequency of PC-Fisher-z over seeded bootstrap resamples (up to
+rows (the router's flag), the kernel CI test's p-value at Fisher-z's deleting set (the empty
+set for pairs Fisher-z kept; ``kci-auto``: exact KCI up to 2,000 rows, its large-n
+approximation above), the adjacency frequency of PC-Fisher-z over seeded bootstrap resamples (up to
 :data:`STABILITY_MAX_D` variables; missing above), and
 the p-value with which PC-KCI deleted the pair (the guided start's log). The hidden record
 is never read.
@@ -109,8 +110,14 @@ def _deletions_by_pair(deletion_log: Sequence, column: dict[str, int]) -> dict:
     return out
 
 
+#: the kernel CI test of ``kci_p_at_deleting_set``: exact KCI up to its threshold (the same
+#: tests and KCI cache entries as before), the large-n approximation above it
+KERNEL_TEST = "kci-auto"
+
+
 def _pair_evidence_params() -> dict:
-    return {"alpha": ALPHA, "dcor_rows": DCOR_MAX_ROWS, "bootstraps": STABILITY_BOOTSTRAPS}
+    return {"alpha": ALPHA, "dcor_rows": DCOR_MAX_ROWS, "bootstraps": STABILITY_BOOTSTRAPS,
+            "kernel_test": KERNEL_TEST}
 
 
 def fisherz_deletions(data: np.ndarray, names: Sequence[str], sha256: str
@@ -274,7 +281,7 @@ class PairTable:
             self._sub = self._data[np.sort(rng.choice(n, size=min(n, DCOR_MAX_ROWS),
                                                       replace=False))]
             self._sub_correlation = np.corrcoef(self._sub, rowvar=False)
-            self._kci = make_ci_test("kci", self._data)
+            self._kci = make_ci_test(KERNEL_TEST, self._data)
         if self._stability is None and len(self.names) <= STABILITY_MAX_D:
             self._stability = stability_frequencies(self._data, self.names, self.sha256)
             self.counts["stability"] += 1

@@ -200,3 +200,26 @@ def test_a_large_instance_resets_without_the_table():
     assert "error" not in info and rl._table.counts == {"rows": 1, "stability": 0}
     views = env.unwrapped.unflatten_observation(observation)
     assert views["evidence_available"][0, FEATURE_NAMES.index("kci_p_at_deleting_set")] == 1
+
+
+@pytest.mark.parametrize("n, method", [(200, "kci"), (2400, "rcot")])
+def test_the_kernel_column_runs_exact_kci_up_to_the_threshold_and_the_approximation_above(
+        n, method, monkeypatch, tmp_path):
+    """``kci_p_at_deleting_set`` is ``kci-auto``'s p-value: exact KCI's (its own cache entries)
+    at n ≤ 2,000, the large-n approximation's above it, so a tested pair of a 10,000-row
+    table does not cost an O(n³) test."""
+    from heuresis_env.discovery.citests import make_ci_test
+    from heuresis_env.evidence.pairs import PairTable
+
+    monkeypatch.setenv("HEURESIS_CACHE_DIR", str(tmp_path))
+    clear_memory()
+    found = generate_instance(InstanceKey("wild", "dev", 0, d=4, n=n))
+    table = PairTable(found.X, found.names, found.sha256, reuse=False)
+    table.compute_rows([0, 5])
+    assert table._kci.method == method
+    column = FEATURE_NAMES.index("kci_p_at_deleting_set")
+    reference = make_ci_test(method, np.asarray(found.X, dtype=np.float64))
+    for row in (0, 5):
+        i, j = table.pairs[row].tolist()
+        expected = reference.test(i, j, table.conditioning_set(row)).p_value
+        assert table.row(row)[column] == pytest.approx(expected, rel=1e-12, abs=1e-15)

@@ -296,9 +296,9 @@ class _BlockRegressions:
         self.columns = [np.arange(v * (1 + GRID_FOURIER_FEATURES),
                                   (v + 1) * (1 + GRID_FOURIER_FEATURES)) for v in range(d)]
         design = np.hstack(blocks)
-        design = design - design.mean(axis=0)
+        self.design = design = design - design.mean(axis=0)
         self.gram = design.T @ design
-        centred = scores - scores.mean(axis=0)
+        self.centred = centred = scores - scores.mean(axis=0)
         self.cross = design.T @ centred  # (features, d)
         self.totals = np.einsum("ij,ij->j", centred, centred)
         self.base_variance = self.totals / max(self.n - 1, 1)

@@ -50,7 +50,7 @@ from heuresis_env.discovery.citests.rcit import fourier_features, median_bandwid
 from heuresis_env.discovery.pc import pc
 from heuresis_env.discovery.regression import normal_scores, ridge_gcv_noise_variance
 from heuresis_env.errors import DataError, HeuresisError
-from heuresis_env.evidence.start import ALPHA, GuidedStart, guided_start
+from heuresis_env.evidence.start import ALPHA, GUIDED_TEST, GuidedStart, guided_start
 from heuresis_env.evidence.store import cached_evidence
 from heuresis_env.graphs import EdgeMark
 from heuresis_env.seeding import instance_rng, int31_seed
@@ -396,8 +396,9 @@ def _compute(data: np.ndarray, names: tuple[str, ...], sha256: str,
     put("pc_kci_arrow", ((marks.T == EdgeMark.TAIL) & (marks == EdgeMark.ARROW)
                          & skeleton.astype(bool)).astype(np.float64).T)
     nodes[:, n_index["pc_kci_degree"]] = kept.sum(axis=1) / max(d - 1, 1)
-    # PC's own KCI tests, read back from the KCI cache (a rerun asks for the same tests)
-    kci = make_ci_test("kci", data)
+    # PC's own kernel tests, read back from the KCI cache (a rerun asks for the same tests;
+    # the guided start's test: exact KCI up to 2,000 rows, the approximation above)
+    kci = make_ci_test(GUIDED_TEST, data)
     rerun = pc(None, names, ci_test=kci, alpha=guided.alpha)
     if not np.array_equal(rerun.skeleton.skeleton(), skeleton):
         raise HeuresisError("PC-KCI rerun on the grid's KCI test differs from the guided "

@@ -223,3 +223,34 @@ def test_the_kernel_column_runs_exact_kci_up_to_the_threshold_and_the_approximat
         i, j = table.pairs[row].tolist()
         expected = reference.test(i, j, table.conditioning_set(row)).p_value
         assert table.row(row)[column] == pytest.approx(expected, rel=1e-12, abs=1e-15)
+
+
+@pytest.mark.parametrize("n, method", [(200, "kci"), (2400, "rcot")])
+def test_the_guided_start_runs_the_pc_kci_algorithms_test(n, method, monkeypatch, tmp_path):
+    """The guided start is PC with ``kci-auto``, as the ``pc-kci`` algorithm: exact KCI up to
+    2,000 rows (the same graph and log as PC with ``kci``, under the cache key exact KCI's start
+    always had, so earlier caches stay valid), the large-n approximation above (under a key of
+    its own) — and the evidence grid, which reruns PC on the guided start's test, agrees with
+    it on both sides of the threshold."""
+    from heuresis_env.discovery import pc
+    from heuresis_env.evidence.grid import compute_evidence_grid
+    from heuresis_env.evidence.store import cached_evidence
+
+    monkeypatch.setenv("HEURESIS_CACHE_DIR", str(tmp_path))
+    clear_memory()
+    found = generate_instance(InstanceKey("wild", "dev", 1, d=4, n=n))
+    data = np.asarray(found.X, dtype=np.float64)
+    start = start_module.guided_start(data, found.names, found.sha256)
+    assert start.ci_test == method
+    reference = pc(data, found.names, ci_test=method, alpha=start.alpha)
+    assert start.graph == reference.graph
+    assert [(e.x, e.y, e.conditioning_set, e.p_value) for e in start.deletion_log] == [
+        (e.x, e.y, e.conditioning_set, e.p_value) for e in reference.deletion_log]
+    exact_key = {"alpha": start.alpha, "ci_test": "kci"}
+    clear_memory()
+    if method == "kci":  # read back from disk under exact KCI's key
+        assert cached_evidence(found.sha256, "guided_start", exact_key, refuse) == start
+    else:  # an approximate start is never served as exact KCI's
+        with pytest.raises(AssertionError, match="should not run"):
+            cached_evidence(found.sha256, "guided_start", exact_key, refuse)
+    compute_evidence_grid(data, found.names, found.sha256, guided=start)  # its PC rerun agrees

@@ -29,7 +29,7 @@ from heuresis_env.cache import MemoCache
 from heuresis_env.discovery.citests import CITest, make_ci_test
 from heuresis_env.discovery.citests.dcor import distance_correlations
 from heuresis_env.discovery.pc import pc
-from heuresis_env.errors import HeuresisError
+from heuresis_env.errors import DataError, HeuresisError
 from heuresis_env.evidence.bootstrap import bootstrap_edge_frequencies
 from heuresis_env.evidence.start import ALPHA, GuidedStart, guided_start
 from heuresis_env.evidence.store import cached_evidence, forget_with_memory, stored_evidence
@@ -125,14 +125,23 @@ def fisherz_deletions(data: np.ndarray, names: Sequence[str], sha256: str
     """PC-Fisher-z's deletions on an instance (cached), one entry per unordered pair: ``p``
     the deletion p-value (nan: Fisher-z kept the pair) and the deleting set of pair k in
     ``members[starts[k]:starts[k + 1]]`` (column indices, sorted). Plain arrays, so that
-    reading the entry back at d = 223 (24,753 pairs) takes milliseconds."""
+    reading the entry back at d = 223 (24,753 pairs) takes milliseconds.
+
+    Where Fisher-z is undefined (a singular correlation matrix: a variable a linear function of
+    others, as on Andes under the ``lg`` mechanisms) PC-Fisher-z cannot run: the entry then
+    has no deletion (every ``p`` nan, every set empty) and ``error``, the reason."""
     names = tuple(names)
 
     def compute() -> dict[str, np.ndarray]:
         fisherz = make_ci_test("fisherz", np.asarray(data, dtype=np.float64))
-        log = pc(None, names, ci_test=fisherz, alpha=ALPHA).deletion_log
-        deleted = _deletions_by_pair(log, {name: k for k, name in enumerate(names)})
         pairs = unordered_pairs(len(names))
+        try:
+            log = pc(None, names, ci_test=fisherz, alpha=ALPHA).deletion_log
+        except DataError as error:
+            return {"p": np.full(len(pairs), np.nan),
+                    "starts": np.zeros(len(pairs) + 1, dtype=np.int64),
+                    "members": np.zeros(0, dtype=np.int64), "error": np.array(str(error))}
+        deleted = _deletions_by_pair(log, {name: k for k, name in enumerate(names)})
         p_values = np.full(len(pairs), np.nan)
         starts = np.zeros(len(pairs) + 1, dtype=np.int64)
         members: list[int] = []
@@ -150,14 +159,18 @@ def fisherz_deletions(data: np.ndarray, names: Sequence[str], sha256: str
 
 def stability_frequencies(data: np.ndarray, names: Sequence[str], sha256: str) -> np.ndarray:
     """The stability column's source (cached): PC-Fisher-z's adjacency frequency of every pair
-    (d × d) over :data:`STABILITY_BOOTSTRAPS` seeded bootstrap resamples of all n rows."""
+    (d × d) over :data:`STABILITY_BOOTSTRAPS` seeded bootstrap resamples of all n rows; all
+    nan (missing) where Fisher-z is undefined on a resample (a singular correlation matrix)."""
     names = tuple(names)
 
     def compute() -> np.ndarray:
         values = np.asarray(data, dtype=np.float64)
-        frequencies, _, _ = bootstrap_edge_frequencies(
-            values, STABILITY_BOOTSTRAPS, 1.0, instance_rng(sha256, "stability"),
-            lambda sample: pc(sample, names, ci_test="fisherz", alpha=ALPHA).skeleton)
+        try:
+            frequencies, _, _ = bootstrap_edge_frequencies(
+                values, STABILITY_BOOTSTRAPS, 1.0, instance_rng(sha256, "stability"),
+                lambda sample: pc(sample, names, ci_test="fisherz", alpha=ALPHA).skeleton)
+        except DataError:
+            return np.full((len(names), len(names)), np.nan)
         return frequencies
 
     return cached_evidence(sha256, "pair_stability",
@@ -202,6 +215,8 @@ class PairTable:
         self._guided_given = False
         index = {name: k for k, name in enumerate(FEATURE_NAMES)}
         self._index = index
+        #: why PC-Fisher-z could not run on the instance (then it shows no deletion), or None
+        self.fisherz_error: str | None = None
         if self._whole is not None:
             self._sets = tuple(self._whole.fisherz_deleting_sets)
             whole = self._whole.feature_matrix()
@@ -209,6 +224,8 @@ class PairTable:
             self._values[:, cheap] = whole[:, cheap]
             return
         deleted = fisherz_deletions(self._data, self.names, sha256)
+        if "error" in deleted:
+            self.fisherz_error = str(deleted["error"])
         p_values, starts = deleted["p"], deleted["starts"].tolist()
         members = deleted["members"].tolist()
         self._sets = tuple(None if np.isnan(p_values[row])

@@ -254,3 +254,28 @@ def test_the_guided_start_runs_the_pc_kci_algorithms_test(n, method, monkeypatch
         with pytest.raises(AssertionError, match="should not run"):
             cached_evidence(found.sha256, "guided_start", exact_key, refuse)
     compute_evidence_grid(data, found.names, found.sha256, guided=start)  # its PC rerun agrees
+
+
+def test_an_instance_fisher_z_cannot_test_resets_and_plays(monkeypatch, tmp_path):
+    """Andes under the ``lg`` mechanisms has a numerically singular correlation matrix, so
+    PC-Fisher-z cannot run (a DataError): the RL view still resets and plays — the Fisher-z
+    column shows no deletion, the table records why, the kernel column tests at ∅ — instead
+    of raising out of ``reset`` (``check_env`` on the id did)."""
+    monkeypatch.setenv("HEURESIS_CACHE_DIR", str(tmp_path))
+    clear_memory()
+    env = gym.make(env_id("bnlearn-andes"), interface="rl")
+    singular = None
+    for index in range(6):
+        env.reset(options={"index": index})
+        table = env.unwrapped._rl._table
+        if table.fisherz_error is not None:
+            singular = index
+            break
+    assert singular is not None, "no Andes dev instance of the first six is singular for Fisher-z"
+    assert "singular" in table.fisherz_error
+    column = FEATURE_NAMES.index("fisherz_deletion_p")
+    assert np.isnan(table.cheap_matrix()[:, column]).all()
+    test = next(a for a in env.unwrapped.rl_actions if a.operation == "test")
+    observation, _, terminated, truncated, info = env.step(test.index)
+    assert "error" not in info and not terminated and not truncated
+    assert table.conditioning_set(0) == ()

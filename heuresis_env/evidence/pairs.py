@@ -127,21 +127,20 @@ def fisherz_deletions(data: np.ndarray, names: Sequence[str], sha256: str
     ``members[starts[k]:starts[k + 1]]`` (column indices, sorted). Plain arrays, so that
     reading the entry back at d = 223 (24,753 pairs) takes milliseconds.
 
-    Where Fisher-z is undefined (a singular correlation matrix: a variable a linear function of
-    others, as on Andes under the ``lg`` mechanisms) PC-Fisher-z cannot run: the entry then
+    Where PC-Fisher-z refuses the data (a ``DataError``: e.g. a singular correlation matrix,
+    a variable a linear function of others, as on Andes under the ``lg`` mechanisms) the entry
     has no deletion (every ``p`` nan, every set empty) and ``error``, the reason."""
     names = tuple(names)
 
     def compute() -> dict[str, np.ndarray]:
         fisherz = make_ci_test("fisherz", np.asarray(data, dtype=np.float64))
-        pairs = unordered_pairs(len(names))
+        error: str | None = None
         try:
             log = pc(None, names, ci_test=fisherz, alpha=ALPHA).deletion_log
-        except DataError as error:
-            return {"p": np.full(len(pairs), np.nan),
-                    "starts": np.zeros(len(pairs) + 1, dtype=np.int64),
-                    "members": np.zeros(0, dtype=np.int64), "error": np.array(str(error))}
+        except DataError as refused:
+            log, error = [], str(refused)
         deleted = _deletions_by_pair(log, {name: k for k, name in enumerate(names)})
+        pairs = unordered_pairs(len(names))
         p_values = np.full(len(pairs), np.nan)
         starts = np.zeros(len(pairs) + 1, dtype=np.int64)
         members: list[int] = []
@@ -151,8 +150,10 @@ def fisherz_deletions(data: np.ndarray, names: Sequence[str], sha256: str
                 p_values[row] = found[0]
                 members.extend(found[1])
             starts[row + 1] = len(members)
-        return {"p": p_values, "starts": starts,
-                "members": np.array(members, dtype=np.int64)}
+        out = {"p": p_values, "starts": starts, "members": np.array(members, dtype=np.int64)}
+        if error is not None:
+            out["error"] = np.array(error)
+        return out
 
     return cached_evidence(sha256, "pair_fisherz_deletions", {"alpha": ALPHA}, compute)
 
@@ -160,7 +161,8 @@ def fisherz_deletions(data: np.ndarray, names: Sequence[str], sha256: str
 def stability_frequencies(data: np.ndarray, names: Sequence[str], sha256: str) -> np.ndarray:
     """The stability column's source (cached): PC-Fisher-z's adjacency frequency of every pair
     (d × d) over :data:`STABILITY_BOOTSTRAPS` seeded bootstrap resamples of all n rows; all
-    nan (missing) where Fisher-z is undefined on a resample (a singular correlation matrix)."""
+    nan (missing) where PC-Fisher-z refuses a resample (a ``DataError``: a singular
+    correlation matrix)."""
     names = tuple(names)
 
     def compute() -> np.ndarray:

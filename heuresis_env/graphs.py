@@ -544,16 +544,44 @@ def cpdag_from_dag(dag: Graph | np.ndarray, names: Sequence[str] | None = None) 
             raise GraphError("cpdag_from_dag needs a DAG; the adjacency has a directed cycle")
         if names is None:
             names = [f"X{i + 1}" for i in range(a.shape[0])]
+    return pdag_to_graph(essential_graph(a), names)
+
+
+def essential_graph(dag: np.ndarray) -> np.ndarray:
+    """The CPDAG (essential graph) of a DAG given as a boolean adjacency (``dag[i, j]``:
+    i → j), as a PDAG matrix (see :func:`apply_meek_rules`): the edges of v-structures
+    stay directed, then Meek's rules R1–R3 orient what they force — from a DAG's pattern
+    these three give the CPDAG (Meek 1995). Each round applies the rules to every
+    undirected edge at once with matrix products, so a call costs a few products of d × d
+    matrices (GES calls it after every operator). The input is trusted to be acyclic
+    (:func:`cpdag_from_dag` checks)."""
+    a = np.asarray(dag, dtype=bool)
     d = a.shape[0]
-    compelled = np.zeros_like(a)
-    for k in range(d):
-        pa = np.nonzero(a[:, k])[0]
-        for i, j in itertools.combinations(pa, 2):
-            if not (a[i, j] or a[j, i]):
-                compelled[i, k] = compelled[j, k] = True
-    skeleton = a | a.T
-    pdag = skeleton & ~(compelled.T)  # compelled i->k: drop k->i
-    return pdag_to_graph(apply_meek_rules(pdag), names)
+    adjacent = a | a.T
+    non_adjacent = (~adjacent & ~np.eye(d, dtype=bool)).astype(np.int64)
+    parents = a.astype(np.int64)
+    # i -> k is in a v-structure when k has a parent j non-adjacent to i
+    directed = a & ((non_adjacent @ parents) > 0)
+    undirected = a & ~directed
+    undirected = undirected | undirected.T
+    while undirected.any():
+        d_int = directed.astype(np.int64)
+        # R1: c -> x — y, c and y non-adjacent  ⇒  x -> y
+        rule = (d_int.T @ non_adjacent) > 0
+        # R2: x -> c -> y and x — y  ⇒  x -> y
+        rule |= (d_int @ d_int) > 0
+        orient = undirected & rule
+        # R3: x — c1 -> y, x — c2 -> y, c1 and c2 non-adjacent  ⇒  x -> y
+        for x, y in zip(*np.nonzero(undirected & ~orient)):
+            middle = np.flatnonzero(undirected[x] & directed[:, y])
+            if len(middle) > 1 and (non_adjacent[np.ix_(middle, middle)] > 0).any():
+                orient[x, y] = True
+        if not orient.any():
+            break
+        directed |= orient
+        undirected &= ~(orient | orient.T)
+    pdag: np.ndarray = directed | undirected
+    return pdag
 
 
 # ---- paths in a directed graph ---------------------------------------------------------------

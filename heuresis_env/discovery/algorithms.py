@@ -23,7 +23,7 @@ name                    type   what runs
 ======================  =====  ==========================================================
 ``pc-fisherz``          cpdag  our PC with a deletion log (:mod:`heuresis_env.discovery.pc`), Fisher-z
 ``pc-kci``              cpdag  our PC with KCI
-``ges``                 cpdag  causal-learn GES, linear-Gaussian BIC score
+``ges``                 cpdag  GES, BIC score: causal-learn's result (:mod:`heuresis_env.discovery.ges`)
 ``fci``                 pag    causal-learn FCI with our Fisher-z or KCI test
 ``direct-lingam``       dag    ``lingam.DirectLiNGAM``
 ``anm``                 cpdag  PC-KCI's skeleton oriented pairwise by ANM + HSIC (a PDAG)
@@ -479,9 +479,12 @@ def _register_builtin() -> None:
         + _PC_ORIENTATION_HELP,
         GraphType.CPDAG, dict(_PC_PARAMS), f"{_CONSTRAINT_BASED}:run_pc_kci", _PC_RULES))
     register_algorithm(AlgorithmSpec(
-        "ges", "Greedy equivalence search with the linear-Gaussian BIC score",
-        GraphType.CPDAG, {"lambda_value": 0.5, "max_parents": None}, f"{_SCORE_BASED}:run_ges",
-        {"lambda_value": positive(), "max_parents": optional_int_at_least(0)}))
+        "ges", "Greedy equivalence search with the linear-Gaussian BIC score. Implementation: "
+        "heuresis (causal-learn's result, tested equal, faster) or causal-learn (its own ges)",
+        GraphType.CPDAG, {"lambda_value": 0.5, "max_parents": None, "implementation": "heuresis"},
+        f"{_SCORE_BASED}:run_ges",
+        {"lambda_value": positive(), "max_parents": optional_int_at_least(0),
+         "implementation": one_of("heuresis", "causal-learn")}))
     register_algorithm(AlgorithmSpec(
         "fci", "Fast causal inference (allows latent confounders); returns a PAG",
         GraphType.PAG, {"test": "fisherz", "alpha": 0.05, "depth": -1}, f"{_CONSTRAINT_BASED}:run_fci",

@@ -1,0 +1,255 @@
+"""GES (Chickering 2002) as causal-learn 0.1.4 runs it with the BIC score, without its
+per-operator Python overhead.
+
+causal-learn's ``ges`` spends most of its time outside the score: a ``GeneralGraph`` of
+node objects, a depth-first enumeration of every semi-directed path for Insert's second
+validity condition (exponential in the worst case), and ``dag2cpdag``'s edge ordering
+after every step — on win95pts (d = 76, n = 600) 52 s, of which 20 s in ``dag2cpdag``
+alone, the score under 2 s. :func:`ges_bic` runs the same search on boolean matrices:
+
+- the same operators, visited in the same order (pairs i, j in index order, the subsets of
+  T₀ and H₀ in ``itertools.combinations`` order) and marked valid or invalid by the same
+  rules (``S`` as causal-learn keeps it), the same tie-breaking (the first strictly largest
+  score change wins) and the same stopping rule (``score_new - score <= 0``);
+- the same local scores: causal-learn's ``LocalScoreClass`` with ``local_score_BIC_from_cov``,
+  summed in the same order, so the score it returns is causal-learn's to the last bit;
+- Insert's condition "every semi-directed path from Xj to Xi meets NA ∪ T" as what it is,
+  Xi unreachable from Xj once NA ∪ T is removed (one breadth-first search, memoized per step);
+- after each operator the PDAG is extended to a DAG by causal-learn's own sweep
+  (``pdag2dag``, Dor & Tarsi) and the DAG replaced by its CPDAG,
+  :func:`heuresis_env.graphs.essential_graph` (the CPDAG of a DAG is unique, so any correct
+  construction gives causal-learn's).
+
+The tests run both on many instances and compare graph and score exactly
+(``tests/discovery/test_ges.py``); ``benchmarks/bench_ges.py`` times them.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from heuresis_env.graphs import essential_graph
+
+
+@dataclass
+class GesResult:
+    """The CPDAG (``pdag[i, j] and not pdag[j, i]``: i → j; both: i — j), its BIC score and
+    the operators applied (forward Inserts, then backward Deletes, as (i, j, subset))."""
+
+    pdag: np.ndarray
+    score: float
+    inserts: list[tuple[int, int, tuple[int, ...]]]
+    deletes: list[tuple[int, int, tuple[int, ...]]]
+
+
+def _subsets(t0: Sequence[int]) -> list[tuple[int, ...]]:
+    """All subsets of ``t0`` by size, each size in ``itertools.combinations`` order
+    (causal-learn's ``Combinatorial``)."""
+    return [s for size in range(len(t0) + 1) for s in itertools.combinations(t0, size)]
+
+
+def _supersets(s0: tuple[int, ...], subsets: list[tuple[int, ...]]) -> list[int]:
+    """Indices of the subsets that include ``s0`` (causal-learn's ``find_subset_include``)."""
+    if not s0:
+        return list(range(len(subsets)))
+    need = set(s0)
+    return [k for k, s in enumerate(subsets) if need.issubset(s)]
+
+
+class _Structure:
+    """Neighbours, adjacents, parents and semi-directed successors of every node of a PDAG,
+    as sets (causal-learn's ``precompute_graph_info``)."""
+
+    def __init__(self, pdag: np.ndarray):
+        directed = pdag & ~pdag.T
+        undirected = pdag & pdag.T
+        adjacent = pdag | pdag.T
+        n = pdag.shape[0]
+        self.nbrs = [set(np.flatnonzero(undirected[k]).tolist()) for k in range(n)]
+        self.adj = [set(np.flatnonzero(adjacent[k]).tolist()) for k in range(n)]
+        self.pa = [set(np.flatnonzero(directed[:, k]).tolist()) for k in range(n)]
+        self.semi = [set(np.flatnonzero(directed[k]).tolist()) | self.nbrs[k]
+                     for k in range(n)]
+        self._reach: dict[tuple[int, frozenset[int]], set[int]] = {}
+
+    def clique(self, nodes: set[int]) -> bool:
+        """Every two of ``nodes`` adjacent (check_clique_fast)."""
+        members = list(nodes)
+        for a in range(len(members)):
+            adjacent = self.adj[members[a]]
+            for b in range(a + 1, len(members)):
+                if members[b] not in adjacent:
+                    return False
+        return True
+
+    def blocked(self, j: int, i: int, nat: set[int]) -> bool:
+        """True when every semi-directed path from j to i passes through ``nat``
+        (causal-learn's ``insert_vc2_fast``): i is not reachable from j in the graph
+        without ``nat``'s nodes."""
+        key = (j, frozenset(nat))
+        reached = self._reach.get(key)
+        if reached is None:
+            reached = {j}
+            frontier = [j]
+            while frontier:
+                node = frontier.pop()
+                for nxt in self.semi[node]:
+                    if nxt not in reached and nxt not in nat:
+                        reached.add(nxt)
+                        frontier.append(nxt)
+            self._reach[key] = reached
+        return i not in reached
+
+
+def pdag_to_dag(pdag: np.ndarray) -> np.ndarray:
+    """A DAG extension of a PDAG by causal-learn's ``pdag2dag`` sweep (Dor & Tarsi 1992):
+    repeatedly, in index order, a node with no outgoing directed edge among the remaining
+    nodes whose undirected neighbours are adjacent to all its other remaining adjacents
+    becomes a sink, its undirected edges pointing into it (an edge already oriented from
+    the other end stays). Returns the DAG's adjacency (``dag[i, j]``: i → j)."""
+    p = np.asarray(pdag, dtype=bool)
+    n = p.shape[0]
+    directed = p & ~p.T
+    undirected = p & p.T
+    adjacent = p | p.T
+    dag = directed.copy()
+    oriented = directed | directed.T  # pairs whose orientation in ``dag`` is fixed
+    remaining = np.ones(n, dtype=bool)
+    progress = True
+    while remaining.any():
+        if not progress:  # pragma: no cover - GES only extends extendable PDAGs
+            raise ValueError("the PDAG has no consistent DAG extension")
+        progress = False
+        for x in range(n):
+            if not remaining[x] or (directed[x] & remaining).any():
+                continue
+            nx = np.flatnonzero(undirected[x] & remaining)
+            ax = np.flatnonzero(adjacent[x] & remaining)
+            if any(not adjacent[y, ax[ax != y]].all() for y in nx):
+                continue
+            for y in np.flatnonzero(undirected[x]):
+                if not oriented[y, x]:
+                    dag[y, x] = True
+                    oriented[y, x] = oriented[x, y] = True
+            remaining[x] = False
+            progress = True
+    return dag
+
+
+def ges_bic(data: np.ndarray, lambda_value: float = 0.5,
+            max_parents: int | None = None) -> GesResult:
+    """GES with causal-learn's BIC score (``score_func="local_score_BIC"``, penalty
+    ``lambda_value``), the graph and score causal-learn's ``ges`` returns (see the module's
+    text). ``max_parents`` is its ``maxP`` (None: no limit)."""
+    from causallearn.score.LocalScoreFunction import local_score_BIC_from_cov
+    from causallearn.score.LocalScoreFunctionClass import LocalScoreClass
+
+    data = np.asarray(data)
+    n_vars = data.shape[1]
+    parameters = {"lambda_value": lambda_value}
+    scorer = LocalScoreClass(data=data, local_score_fun=local_score_BIC_from_cov,
+                             parameters=parameters)
+    max_p = n_vars if max_parents is None else max_parents
+    cache: dict[tuple[int, tuple[int, ...]], float] = {}
+
+    def local(j: int, parents: set[int]) -> float:
+        key = (j, tuple(sorted(parents)))
+        value = cache.get(key)
+        if value is None:
+            value = cache[key] = scorer.score(j, list(key[1]))
+        return value
+
+    score: float = 0
+    for k in range(n_vars):
+        score = score + scorer.score(k, [])
+    pdag = np.zeros((n_vars, n_vars), dtype=bool)
+    inserts: list[tuple[int, int, tuple[int, ...]]] = []
+    deletes: list[tuple[int, int, tuple[int, ...]]] = []
+
+    # forward: Insert(i, j, T) adds i -> j and orients T — j as T -> j
+    score_new = score
+    while True:
+        score = score_new
+        best: float = -1e7
+        chosen: tuple[int, int, tuple[int, ...]] | None = None
+        g = _Structure(pdag)
+        for i in range(n_vars):
+            adj_i = g.adj[i]
+            for j in range(n_vars):
+                if i == j or j in adj_i or len(g.pa[j]) > max_p:
+                    continue
+                na = g.nbrs[j] & adj_i
+                subsets = _subsets(sorted(g.nbrs[j] - adj_i))
+                marks = [0] * len(subsets)
+                base = na | g.pa[j]
+                for k, t in enumerate(subsets):
+                    if marks[k] >= 2:
+                        continue
+                    nat = na.union(t)
+                    if not g.clique(nat):
+                        for s in _supersets(t, subsets):
+                            marks[s] = 2
+                        continue
+                    if not marks[k] and g.blocked(j, i, nat) is False:
+                        continue
+                    for s in _supersets(t, subsets):
+                        marks[s] = 1
+                    without = base.union(t)
+                    change = local(j, without | {i}) - local(j, without)
+                    if change > best:
+                        best, chosen = change, (i, j, t)
+        if chosen is None:
+            score_new = score
+            break
+        score_new = score + best
+        if score_new - score <= 0:
+            break
+        i, j, t = chosen
+        pdag[i, j], pdag[j, i] = True, False
+        for x in t:
+            pdag[x, j], pdag[j, x] = True, False
+        inserts.append(chosen)
+        pdag = essential_graph(pdag_to_dag(pdag))
+
+    # backward: Delete(i, j, H) removes i — j or i -> j and orients j — h, i — h as j -> h, i -> h
+    score_new = score
+    while True:
+        score = score_new
+        best = -1e7
+        chosen = None
+        g = _Structure(pdag)
+        for i in range(n_vars):
+            for j in range(n_vars):
+                if not (j in g.nbrs[i] or i in g.pa[j]):
+                    continue
+                na = g.nbrs[j] & g.adj[i]
+                subsets = _subsets(sorted(na))
+                marks = [1] * len(subsets)
+                for k, h in enumerate(subsets):
+                    if marks[k] == 1:
+                        if not g.clique(na.difference(h)):
+                            continue
+                        for s in _supersets(h, subsets):
+                            marks[s] = 2
+                    remaining = (na.difference(h) | g.pa[j]) - {i}  # i may be a parent
+                    change = local(j, remaining) - local(j, remaining | {i})
+                    if change > best:
+                        best, chosen = change, (i, j, h)
+        if chosen is None:
+            score_new = score
+            break
+        score_new = score + best
+        if score_new - score <= 0:
+            break
+        i, j, h = chosen
+        pdag[i, j] = pdag[j, i] = False
+        for x in h:
+            pdag[j, x], pdag[x, j] = True, False
+            pdag[i, x], pdag[x, i] = True, False
+        deletes.append(chosen)
+        pdag = essential_graph(pdag_to_dag(pdag))
+    return GesResult(pdag, score, inserts, deletes)

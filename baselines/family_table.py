@@ -253,12 +253,19 @@ def run_budgeted(jobs: Sequence[tuple[InstanceKey, str]], budget: float, workers
     load on a shared machine, as wall time does; the workers run one thread each. A run is
     also stopped after ``WALL_FACTOR`` × ``budget`` seconds of wall time.
 
-    The jobs of one family and algorithm form a group whose first job runs alone first: when
-    it exceeds the budget, the group's other jobs are not run (the algorithm does not fit on
-    that network; instances of a fixed structure differ only in their weights). A stopped run
-    is remembered in the cache (``reference-budget``), so a second run with the same or a
-    smaller budget reads it back instead of trying again; completed runs are cached as
-    always, so an interrupted run resumes where it stopped. Returns what :func:`run_jobs`
+    The jobs of one family and algorithm form a group that runs in order, one job at a time:
+    at its first run over the budget the group's later jobs are not run (the algorithm does
+    not fit on that network at this budget; instances of a fixed structure differ only in
+    their weights), so a group costs at most one stopped run. Which runs are reported thus
+    depends only on each run's own CPU time, not on the number of workers or the order the
+    pool happens to finish them, and a warm run (read from the cache in the same order)
+    reports what the cold one did. Groups run side by side: every group's first job comes
+    first, then the next job of the group with the most work expected to remain (its last
+    run's seconds × the jobs left), so long groups do not start last.
+
+    A stopped run is remembered in the cache (``reference-budget``), so a second run with the
+    same or a smaller budget reads it back instead of trying again; completed runs are cached
+    as always, so an interrupted run resumes where it stopped. Returns what :func:`run_jobs`
     does; the error of a stopped or skipped run starts with :data:`OVER_BUDGET`."""
     if not budget > 0:
         raise HeuresisError(f"the budget must be a positive number of seconds, got {budget!r}")
@@ -269,6 +276,7 @@ def run_budgeted(jobs: Sequence[tuple[InstanceKey, str]], budget: float, workers
         groups.setdefault((key.family, algorithm), []).append((key, algorithm))
     ready = [members[0] for members in groups.values()]  # each group's lead job first
     held = {group: members[1:] for group, members in groups.items()}
+    expected: dict[tuple[InstanceKey, str], float] = {}  # a follower's group's remaining work
     out: dict[tuple[str, str], tuple] = {}
     context = multiprocessing.get_context("spawn")
     pool: list[_Worker] = []  # started when a job is not in the cache
@@ -287,8 +295,12 @@ def run_budgeted(jobs: Sequence[tuple[InstanceKey, str]], budget: float, workers
                     None)
                 if progress:
                     progress(1)
-        else:
-            ready.extend(followers)
+        elif followers:
+            held[group] = followers[1:]
+            expected[followers[0]] = float(result[1]) * len(followers)
+            ready.append(followers[0])
+            # leads (not in ``expected``) first, then the most remaining work; stable
+            ready.sort(key=lambda j: -expected.get(j, float("inf")))
 
     def replace(worker: _Worker) -> None:
         worker.stop(kill=True)

@@ -100,6 +100,32 @@ def test_budgeted_runs_stop_the_slow_skip_its_group_and_are_remembered():
 
 
 @pytest.mark.slow
+def test_a_budgeted_group_runs_in_order_and_stops_at_its_first_run_over_budget():
+    from baselines.family_table import OVER_BUDGET, over_budget, run_budgeted
+    from heuresis_env.generation import InstanceKey
+
+    # one group (family, algorithm): PC-KCI on Asia takes hundredths of a second at n = 100
+    # and seconds at n = 1,000; with two workers the third job would start beside the second
+    # if the group did not run in order
+    small, large, small_again = (InstanceKey("bnlearn-asia", "dev", 0, n=100),
+                                 InstanceKey("bnlearn-asia", "dev", 0, n=1000),
+                                 InstanceKey("bnlearn-asia", "dev", 1, n=100))
+    other = [InstanceKey("bnlearn-cancer", "dev", i, n=100) for i in range(3)]
+    jobs = [(k, "pc-kci") for k in (small, large, small_again)] + [(k, "pc-fisherz")
+                                                                   for k in other]
+    out = run_budgeted(jobs, budget=1.0, workers=2)
+    assert out[(small.slug, "pc-kci")][2] is None
+    assert out[(large.slug, "pc-kci")][2] == f"{OVER_BUDGET}: stopped after 1 s"
+    skipped = out[(small_again.slug, "pc-kci")]
+    assert over_budget(skipped[2]) and f"not run, {large.slug} took over" in skipped[2]
+    assert all(out[(k.slug, "pc-fisherz")][2] is None for k in other)  # other groups go on
+    warm = run_budgeted(jobs, budget=1.0, workers=1)
+    assert warm[(large.slug, "pc-kci")][2].endswith("(an earlier run)")  # read back
+    assert ({k: (v[2] is None, over_budget(v[2]), v[0]) for k, v in warm.items()}
+            == {k: (v[2] is None, over_budget(v[2]), v[0]) for k, v in out.items()})
+
+
+@pytest.mark.slow
 def test_shelf_table_on_small_networks(capsys):
     from baselines.reference import REFERENCE_ALGORITHMS
     from baselines.structure_table import compute_shelf_table, format_shelf_table

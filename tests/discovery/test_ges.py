@@ -28,6 +28,7 @@ def _causallearn(data: np.ndarray, max_parents: int | None) -> dict:
     ("lg", 0, None), ("anm", 2, None), ("hetero", 1, None), ("wild", 1, None),
     ("mixed", 4, None), ("gauntlet", 5, None), ("lg", 3, 2), ("lg", 7, 1),
     ("bnlearn-sachs", 3, None), ("bnlearn-child", 2, None), ("bnlearn-insurance", 0, 3),
+    ("bnlearn-alarm", 0, None),
 ])
 def test_ges_bic_is_causallearns_ges(family, index, max_parents):
     instance = generate_instance(InstanceKey(family, "dev", index))
@@ -42,6 +43,28 @@ def test_ges_bic_is_causallearns_ges(family, index, max_parents):
     assert ours.deletes == [(int(i), int(j), tuple(int(x) for x in h))
                             for i, j, h in theirs["update2"]]
     assert ours.inserts, "a search that inserts nothing tests nothing"
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_ges_bic_is_causallearns_ges_on_dense_graphs_with_few_rows(seed):
+    """Dense DAGs and few rows: large neighbourhoods, so many subsets T and H per pair, and
+    CPDAGs with wide undirected parts — where the validity conditions matter most."""
+    rng = np.random.default_rng(seed)
+    d, n = 9, int(rng.integers(40, 200))
+    weights = np.triu(rng.uniform(0.5, 1.5, (d, d)) * rng.choice([-1, 1], (d, d))
+                      * (rng.random((d, d)) < 0.6), 1)
+    data = rng.normal(size=(n, d))
+    for k in range(d):
+        data[:, k] += data @ weights[:, k]
+    ours = ges_bic(data)
+    theirs = _causallearn(data, None)
+    names = [f"X{k + 1}" for k in range(d)]
+    assert pdag_to_graph(ours.pdag, names) == graph_from_causallearn(theirs["G"], names)
+    assert float(np.ravel(ours.score)[0]) == float(np.ravel(theirs["score"])[0])
+    assert ours.inserts == [(int(i), int(j), tuple(int(x) for x in t))
+                            for i, j, t in theirs["update1"]]
+    assert ours.deletes == [(int(i), int(j), tuple(int(x) for x in h))
+                            for i, j, h in theirs["update2"]]
 
 
 def test_the_registered_algorithm_runs_either_implementation_with_one_result():

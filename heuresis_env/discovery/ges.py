@@ -36,12 +36,15 @@ The tests run both on many instances and compare graph and score exactly
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from heuresis_env.graphs import essential_graph
+
+#: an operator as applied: (i, j, T) for Insert, (i, j, H) for Delete
+Operator = tuple[int, int, tuple[int, ...]]
 
 
 @dataclass
@@ -51,8 +54,8 @@ class GesResult:
 
     pdag: np.ndarray
     score: float
-    inserts: list[tuple[int, int, tuple[int, ...]]]
-    deletes: list[tuple[int, int, tuple[int, ...]]]
+    inserts: list[Operator]
+    deletes: list[Operator]
 
 
 def _subsets(items: Sequence[int]) -> list[tuple[int, ...]]:
@@ -153,6 +156,23 @@ def pdag_to_dag(pdag: np.ndarray) -> np.ndarray:
     return dag
 
 
+def _greedy(pdag: np.ndarray, score: float,
+            best_operator: Callable[[_Structure], tuple[float, Operator | None]],
+            apply: Callable[[np.ndarray, Operator], None],
+            applied: list[Operator]) -> tuple[np.ndarray, float]:
+    """One phase of GES: while the best operator (the first strictly largest score change)
+    raises the score, apply it, log it and replace the PDAG by the CPDAG of a DAG extension.
+    Returns the final CPDAG and score (causal-learn's stop test, ``score_new - score <= 0``)."""
+    while True:
+        change, chosen = best_operator(_Structure(pdag))
+        if chosen is None or (score + change) - score <= 0:
+            return pdag, score
+        score = score + change
+        apply(pdag, chosen)
+        applied.append(chosen)
+        pdag = essential_graph(pdag_to_dag(pdag))
+
+
 def ges_bic(data: np.ndarray, lambda_value: float = 0.5,
             max_parents: int | None = None) -> GesResult:
     """GES with causal-learn's BIC score (``score_func="local_score_BIC"``, penalty
@@ -163,33 +183,24 @@ def ges_bic(data: np.ndarray, lambda_value: float = 0.5,
 
     data = np.asarray(data)
     n_vars = data.shape[1]
-    parameters = {"lambda_value": lambda_value}
     scorer = LocalScoreClass(data=data, local_score_fun=local_score_BIC_from_cov,
-                             parameters=parameters)
+                             parameters={"lambda_value": lambda_value})
     max_p = n_vars if max_parents is None else max_parents
     cache: dict[tuple[int, tuple[int, ...]], float] = {}
 
     def local(j: int, parents: set[int]) -> float:
+        """causal-learn's local score of j given ``parents`` (cached here, so its own
+        per-call cache is bypassed)."""
         key = (j, tuple(sorted(parents)))
         value = cache.get(key)
         if value is None:
-            value = cache[key] = scorer.score(j, list(key[1]))
+            value = cache[key] = scorer.score_nocache(j, list(key[1]))
         return value
 
-    score: float = 0
-    for k in range(n_vars):
-        score = score + scorer.score(k, [])
-    pdag = np.zeros((n_vars, n_vars), dtype=bool)
-    inserts: list[tuple[int, int, tuple[int, ...]]] = []
-    deletes: list[tuple[int, int, tuple[int, ...]]] = []
-
-    # forward: Insert(i, j, T) adds i -> j and orients T — j as T -> j
-    score_new = score
-    while True:
-        score = score_new
+    def best_insert(g: _Structure) -> tuple[float, Operator | None]:
+        """Insert(i, j, T): adds i -> j and orients T — j as T -> j."""
         best: float = -1e7
-        chosen: tuple[int, int, tuple[int, ...]] | None = None
-        g = _Structure(pdag)
+        chosen: Operator | None = None
         for i in range(n_vars):
             adj_i = g.adj[i]
             for j in range(n_vars):
@@ -201,33 +212,25 @@ def ges_bic(data: np.ndarray, lambda_value: float = 0.5,
                 base = na | g.pa[j]
                 candidates = sorted(x for x in g.nbrs[j] - adj_i if na <= g.adj[x])
                 for t in g.cliques(candidates):  # exactly the T with NA ∪ T a clique
-                    nat = na.union(t)
-                    if not g.blocked(j, i, nat):
+                    if not g.blocked(j, i, na.union(t)):
                         continue
                     without = base.union(t)
                     change = local(j, without | {i}) - local(j, without)
                     if change > best:
                         best, chosen = change, (i, j, t)
-        if chosen is None:
-            score_new = score
-            break
-        score_new = score + best
-        if score_new - score <= 0:
-            break
-        i, j, t = chosen
+        return best, chosen
+
+    def insert(pdag: np.ndarray, operator: Operator) -> None:
+        i, j, t = operator
         pdag[i, j], pdag[j, i] = True, False
         for x in t:
             pdag[x, j], pdag[j, x] = True, False
-        inserts.append(chosen)
-        pdag = essential_graph(pdag_to_dag(pdag))
 
-    # backward: Delete(i, j, H) removes i — j or i -> j and orients j — h, i — h as j -> h, i -> h
-    score_new = score
-    while True:
-        score = score_new
-        best = -1e7
-        chosen = None
-        g = _Structure(pdag)
+    def best_delete(g: _Structure) -> tuple[float, Operator | None]:
+        """Delete(i, j, H): removes i — j or i -> j and orients j — h, i — h as j -> h,
+        i -> h."""
+        best: float = -1e7
+        chosen: Operator | None = None
         for i in range(n_vars):
             for j in range(n_vars):
                 if not (j in g.nbrs[i] or i in g.pa[j]):
@@ -240,17 +243,21 @@ def ges_bic(data: np.ndarray, lambda_value: float = 0.5,
                     change = local(j, remaining) - local(j, remaining | {i})
                     if change > best:
                         best, chosen = change, (i, j, h)
-        if chosen is None:
-            score_new = score
-            break
-        score_new = score + best
-        if score_new - score <= 0:
-            break
-        i, j, h = chosen
+        return best, chosen
+
+    def delete(pdag: np.ndarray, operator: Operator) -> None:
+        i, j, h = operator
         pdag[i, j] = pdag[j, i] = False
         for x in h:
             pdag[j, x], pdag[x, j] = True, False
             pdag[i, x], pdag[x, i] = True, False
-        deletes.append(chosen)
-        pdag = essential_graph(pdag_to_dag(pdag))
-    return GesResult(pdag, score, inserts, deletes)
+
+    score: float = 0
+    for k in range(n_vars):
+        score = score + local(k, set())
+    inserts: list[Operator] = []
+    deletes: list[Operator] = []
+    pdag, score = _greedy(np.zeros((n_vars, n_vars), dtype=bool), score, best_insert, insert,
+                          inserts)
+    pdag, score = _greedy(pdag, score, best_delete, delete, deletes)
+    return GesResult(pdag, float(np.ravel(score)[0]), inserts, deletes)

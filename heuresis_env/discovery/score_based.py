@@ -23,13 +23,15 @@ def run_ges(data: np.ndarray, names: tuple[str, ...], params: dict[str, Any],
             seed: int) -> tuple[Graph, dict[str, Any]]:
     """GES with the linear-Gaussian BIC score; returns its CPDAG. The default implementation
     (:func:`heuresis_env.discovery.ges.ges_bic`) returns causal-learn's graph and score, tested
-    equal, 4–70× faster; ``implementation="causal-learn"`` runs causal-learn's ``ges``."""
+    equal, 3–12× faster where causal-learn finishes in minutes and far more where it does not
+    (``benchmarks/bench_ges.py``); ``implementation="causal-learn"`` runs causal-learn's
+    ``ges``."""
     require_nonsingular(data, names, "GES (BIC score)")
     max_parents = params["max_parents"]
     if params.get("implementation", "heuresis") == "heuresis":
         result = ges_bic(data, lambda_value=float(params["lambda_value"]),
                          max_parents=None if max_parents is None else int(max_parents))
-        return pdag_to_graph(result.pdag, names), {"score": float(np.ravel(result.score)[0])}
+        return pdag_to_graph(result.pdag, names), {"score": result.score}
     from causallearn.search.ScoreBased.GES import ges
 
     with silenced_stdout():

@@ -16,6 +16,7 @@ from heuresis_env.discovery.ges import ges_bic, pdag_to_dag
 from heuresis_env.generation import InstanceKey
 from heuresis_env.generation.instances import generate_instance
 from heuresis_env.graphs import Graph, essential_graph, has_directed_cycle, pdag_to_graph
+from tests.test_graphs import random_dag
 
 
 def _causallearn(data: np.ndarray, max_parents: int | None) -> dict:
@@ -90,10 +91,7 @@ def test_ges_recovers_a_collider_from_plenty_of_linear_gaussian_data():
 def test_pdag_to_dag_extends_without_new_v_structures_or_cycles():
     rng = np.random.default_rng(1)
     for _ in range(200):
-        d = int(rng.integers(3, 9))
-        dag = np.triu(rng.random((d, d)) < 0.35, 1)
-        order = rng.permutation(d)
-        dag = dag[np.ix_(order, order)]
+        dag = random_dag(rng, int(rng.integers(3, 9)), 0.35)
         cpdag = essential_graph(dag)
         extension = pdag_to_dag(cpdag)
         assert not (extension & extension.T).any()

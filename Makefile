@@ -27,17 +27,12 @@ bytecode: install
 demo: install bytecode
 	$(BIN)/heuresis demo
 
-# Debian's chromium for the browser tests: installed when missing and we are root (as in CI);
-# otherwise those tests are skipped with the reason (and fail under CI=true).
+# Debian's chromium for the browser tests: installed when missing and we are root (as in CI),
+# quietly, without recommended packages and without upgrading any installed package
+# (scripts/install_chromium.sh); otherwise those tests are skipped with the reason (and fail
+# under CI=true).
 browser:
-	@if [ -x "$(CHROMIUM)" ]; then :; \
-	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-		echo "installing Debian's chromium for the browser tests"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
-	else \
-		echo "note: no $(CHROMIUM) and not root: the browser tests will be skipped" \
-		     "(install Debian's chromium package to run them)"; \
-	fi
+	@sh scripts/install_chromium.sh "$(CHROMIUM)"
 
 # Lint, type check, then the whole test suite, slow end-to-end tests included (they run on
 # small settings).

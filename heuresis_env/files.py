@@ -23,23 +23,25 @@ from heuresis_env.errors import HeuresisError
 _PLAIN = frozenset({str, int, bool, type(None)})  # returned as they are (exact types only)
 
 
-def json_safe(value: Any) -> Any:
-    """A value with non-finite floats as strings, so ``json.dumps`` output is strict JSON."""
+def json_safe(value: Any, *, null_non_finite: bool = False) -> Any:
+    """A value with non-finite floats as strings (``"nan"``, ``"inf"``), so ``json.dumps``
+    output is strict JSON — or, with ``null_non_finite``, as ``None`` (JSON's ``null``), for
+    a protocol whose readers expect a number or null (MCP's structured content)."""
     kind = type(value)
     if kind in _PLAIN:  # the common leaves first: a set lookup instead of five isinstance calls
         return value
-    if kind is float:
-        return value if math.isfinite(value) else str(value)
     if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
+        return None if null_non_finite else str(value)
+    if kind is float:
+        return value
     if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
+        return {str(k): json_safe(v, null_non_finite=null_non_finite) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
+        return [json_safe(v, null_non_finite=null_non_finite) for v in value]
     if isinstance(value, np.generic):
-        return json_safe(value.item())
+        return json_safe(value.item(), null_non_finite=null_non_finite)
     if isinstance(value, np.ndarray):
-        return json_safe(value.tolist())
+        return json_safe(value.tolist(), null_non_finite=null_non_finite)
     return value
 
 

@@ -29,7 +29,16 @@ def test_the_commands_print_through_it(tmp_path, capsys):
                      "--n", "50", "--out", str(tmp_path), "--no-progress"]) == 0
     lines = capsys.readouterr().out.splitlines()
     header = next(line for line in lines if line.startswith("family"))
-    assert header.split() == ["family", "count", "edges", "varsort(raw)", "varsort", "R2-sort",
-                              "seconds", "directory"]
+    assert header.split() == ["family", "d", "n", "graph", "count", "edges", "varsort(raw)",
+                              "varsort", "R2-sort", "seconds", "directory"]
     row = lines[lines.index(header) + 1]
-    assert row.startswith("lg  ") and len(row.split()) == 8
+    assert row.startswith("lg  ") and len(row.split()) == 11
+    # the sizes as resolved, never the options' None (issue 42): asked, then left to defaults
+    assert row.split()[1:4] == ["4", "50", "er"]
+    assert cli.main(["generate", "--family", "lg,bnlearn-asia", "--split", "dev", "--count",
+                     "1", "--out", str(tmp_path / "defaults"), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "None" not in out
+    rows = {line.split()[0]: line.split()[1:4] for line in out.splitlines()
+            if line.startswith(("lg ", "bnlearn-asia "))}
+    assert rows == {"lg": ["10", "600", "er"], "bnlearn-asia": ["8", "600", "fixed"]}

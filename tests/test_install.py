@@ -21,3 +21,58 @@ def test_make_installs_every_optional_feature():
     installed = set(match.group(1).split(","))
     assert extras <= installed, f"make does not install {sorted(extras - installed)}"
     assert "-e '.[$(EXTRAS)]'" in makefile
+
+
+def _fake_apt(tmp_path: Path, plan: str) -> tuple[dict, Path]:
+    """A PATH whose ``apt-get`` records its arguments (and prints ``plan`` when asked to
+    simulate) and whose ``id`` says root: the install script run for real, apt stubbed."""
+    import os
+    import stat
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "apt-calls"
+    (tmp_path / "plan").write_text(plan)
+    scripts = {
+        "apt-get": f'#!/bin/sh\necho "$*" >> "{calls}"\ncase " $* " in *" -s "*) '
+                   f'cat "{tmp_path / "plan"}";; *) echo "apt chatter";; esac\n',
+        "id": "#!/bin/sh\necho 0\n",
+    }
+    for name, text in scripts.items():
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(stat.S_IRWXU)
+    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}, calls
+
+
+def test_make_installs_chromium_quietly_without_recommends_or_upgrades(tmp_path):
+    """`make test` as root installs chromium with --no-install-recommends and --no-upgrade,
+    quietly (one printed line, apt's output in a log), and refuses a plan that would upgrade
+    an installed package (issue 42)."""
+    import subprocess
+
+    makefile = (ROOT / "Makefile").read_text()
+    assert 'sh scripts/install_chromium.sh "$(CHROMIUM)"' in makefile
+    script = str(ROOT / "scripts" / "install_chromium.sh")
+    missing = str(tmp_path / "no chromium here")
+    env, calls = _fake_apt(tmp_path, "Inst libfoo (1.0 Debian [amd64])\n"
+                                     "Inst chromium (150 Debian [amd64])\nConf chromium\n")
+    done = subprocess.run(["sh", script, missing, str(tmp_path / "log")], env=env,
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines() == [
+        "installing Debian's chromium for the browser tests (2 packages, no recommends, no "
+        f"upgrades; log: {tmp_path / 'log'})"] and not done.stderr
+    update, simulate, install = calls.read_text().splitlines()
+    assert update == "update -qq"
+    for options in (simulate, install):
+        assert {"-y", "-qq", "--no-install-recommends", "--no-upgrade"} <= set(options.split())
+    assert simulate.split()[0] == "-s" and install.split()[0] == "install"
+    assert "apt chatter" in (tmp_path / "log").read_text()
+
+    calls.unlink()
+    (tmp_path / "upgrade").mkdir()
+    env, calls = _fake_apt(tmp_path / "upgrade", "Inst libc6 [2.36-9] (2.36-9+deb12u9 Debian "
+                                                 "[amd64])\nInst chromium (150 Debian [amd64])\n")
+    done = subprocess.run(["sh", script, missing, str(tmp_path / "log")], env=env,
+                          capture_output=True, text=True, check=True)
+    assert "would upgrade installed packages (libc6)" in done.stdout
+    assert not any(line.startswith("install") for line in calls.read_text().splitlines())

@@ -103,17 +103,21 @@ def run(args: argparse.Namespace) -> int:
             directory = split_directory(args.out, family, args.split)
             save_split(instances, directory)
             seconds = time.perf_counter() - start
-            rows.append({"family": family, **summarize(instances), "seconds": seconds,
+            # the sizes as resolved (a family's defaults, a fixed structure's own d), not the
+            # options as typed, which are None when left to the defaults
+            d, n, graph = (keys[family][0].size if keys[family]
+                           else (args.d, args.n, args.graph))
+            rows.append({"family": family, "d": d, "n": n, "graph": graph,
+                         **summarize(instances), "seconds": seconds,
                          "directory": str(directory)})
-    title = (f"{args.split} split, d={args.d}, n={args.n}, graph={args.graph}"
-             f"{', sealed test salt' if sealed else ''}")
-    print(title)
-    print(text_table(["family", "count", "edges", "varsort(raw)", "varsort", "R2-sort",
-                      "seconds", "directory"],
-                     [[row["family"], row["count"], f"{row['mean_edges']:.2f}",
+    print(f"{args.split} split{', sealed test salt' if sealed else ''}")
+    print(text_table(["family", "d", "n", "graph", "count", "edges", "varsort(raw)", "varsort",
+                      "R2-sort", "seconds", "directory"],
+                     [[row["family"], row["d"], row["n"], row["graph"], row["count"],
+                       f"{row['mean_edges']:.2f}",
                        f"{row['varsortability_raw']:.3f}", f"{row['varsortability']:.3f}",
                        f"{row['r2_sortability']:.3f}", f"{row['seconds']:.2f}",
-                       row["directory"]] for row in rows], align="<>>>>>><"))
+                       row["directory"]] for row in rows], align="<>><>>>>>><"))
     print("varsort(raw): before standardization; varsort and R2-sort: of the data as shipped "
           "(0.5 = chance).")
     return 0

@@ -129,8 +129,8 @@ class HeuresisEnv(gym.Env):
     working graph unchanged.
 
     *RL view* (`interface="rl"`): `Discrete(K)` over (pair × {add, remove, orient, test}) +
-    submit, derived from the same tool registry; `action_masks()` gives the valid actions
-    for sb3-contrib's `MaskablePPO` (see `heuresis_env.env.rl_view`).
+    submit, derived from the same tool registry; `env.unwrapped.action_masks()` gives the
+    valid actions for sb3-contrib's `MaskablePPO` (see `heuresis_env.env.rl_view`).
 
     ## Observation Space
 

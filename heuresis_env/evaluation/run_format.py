@@ -18,7 +18,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -404,6 +404,24 @@ def read_results(run_path: Path, task: str = "graph",
     if config is not None:
         check_result_digests(config, digests, run_path)
     return list(by_id.values()), warnings
+
+
+def find_run_directories(paths: Sequence[str | os.PathLike]) -> list[Path]:
+    """The run directories named by ``paths``: a run directory itself, or a folder holding
+    runs — its sub-folders with a ``config.json``, or those of its ``runs/`` (what ``heuresis
+    demo --out DIR`` writes: ``heuresis report runs/demo`` reads ``runs/demo/runs/*``). A path
+    that is neither is kept as given, so :func:`load_run` names what is wrong with it."""
+    found: list[Path] = []
+    for given in paths:
+        path = Path(given)
+        if (path / CONFIG_NAME).is_file() or not path.is_dir():
+            found.append(path)
+            continue
+        runs = [child for folder in (path, path / "runs") if folder.is_dir()
+                for child in sorted(folder.iterdir())
+                if child.is_dir() and (child / CONFIG_NAME).is_file()]
+        found.extend(runs or [path])
+    return found
 
 
 def load_run(path: str | os.PathLike) -> RunDirectory:

@@ -66,8 +66,12 @@ STEP_OUTPUT_SCHEMA: dict[str, Any] = {
                                "description": "once the episode is over: submitted, "
                                               "step_budget, wall_time, aborted"},
         "submitted": {"type": "boolean"},
-        "scores": {"type": "object", "description": "once the episode is over: adjacency F1, "
-                                                    "precision, recall, SHD, …"},
+        "scores": {"type": "object",
+                   "additionalProperties": {"type": ["number", "integer", "string", "boolean",
+                                                     "null"]},
+                   "description": "once the episode is over: adjacency F1, precision, recall, "
+                                  "SHD, …; a score that is undefined (the precision of an "
+                                  "empty graph) is null"},
     },
     "required": ["step", "steps_left", "tool", "error", "data", "episode_over"],
 }
@@ -100,13 +104,17 @@ def tool_title(name: str) -> str:
 
 
 def tool_annotations(tool: Any) -> dict[str, bool]:
-    """MCP's behaviour hints of a registry tool: a tool that neither edits the working graph
-    nor ends the episode is read-only (every call still spends a step); a graph edit or the
-    end of the episode is destructive; a read-only tool without random draws returns the same
-    result for the same arguments; nothing reaches outside the server."""
-    changes = bool(tool.edits_graph or tool.ends_episode)
+    """MCP's behaviour hints of a registry tool: a tool that neither edits the working graph,
+    writes the graph memory nor ends the episode is read-only (every call still spends a
+    step); a graph edit, a write to the memory (which replaces a saved graph of the same name)
+    or the end of the episode is destructive; a tool without random draws that neither edits
+    the graph nor ends the episode has the same effect when called again with the same
+    arguments (a save stores the same graph under the same name); nothing reaches outside
+    the server."""
+    changes = bool(tool.edits_graph or tool.ends_episode or tool.writes_memory)
     return {"read_only_hint": not changes, "destructive_hint": changes,
-            "idempotent_hint": not changes and not tool.random, "open_world_hint": False}
+            "idempotent_hint": not (tool.edits_graph or tool.ends_episode or tool.random),
+            "open_world_hint": False}
 
 
 @dataclass
@@ -231,7 +239,8 @@ class EpisodeServer:
         error = info.get("error")
         data: dict[str, Any] = {"step": self.env.steps_used, "steps_left": steps_left,
                                 "tool": info.get("tool"), "error": error,
-                                "data": json_safe(info.get("data")), "episode_over": self._over}
+                                "data": json_safe(info.get("data"), null_non_finite=True),
+                                "episode_over": self._over}
         lines = [str(observation["text"])]
         if self._over and self.sealed:
             data.update(termination_reason=info.get("termination_reason"),
@@ -242,7 +251,8 @@ class EpisodeServer:
         elif self._over:
             scores = dict(info.get("scores") or {})
             data.update(termination_reason=info.get("termination_reason"),
-                        submitted=bool(info.get("submitted")), scores=json_safe(scores))
+                        submitted=bool(info.get("submitted")),
+                        scores=json_safe(scores, null_non_finite=True))
             shown = ", ".join(f"{k} = {v:.3f}" if isinstance(v, float) else f"{k} = {v}"
                               for k, v in scores.items())
             lines.append(f"\nEpisode over ({info.get('termination_reason')}): {shown}. Call "

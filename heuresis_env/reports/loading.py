@@ -31,6 +31,7 @@ from heuresis_env.evaluation.run_format import (
     InstanceId,
     RunDirectory,
     connection_option,
+    find_run_directories,
     load_run,
 )
 from heuresis_env.generation.families import available_families
@@ -368,7 +369,7 @@ def load_runs(paths: Sequence[str | os.PathLike], allow_mixed: bool = False) -> 
     """Load, check and group the run directories of one report (see the module docstring)."""
     if not paths:
         raise HeuresisError("give at least one run directory")
-    resolved = [Path(p) for p in paths]
+    resolved = find_run_directories(paths)  # a demo's folder stands for its runs/*
     duplicates = sorted({str(p) for p in resolved
                          if sum(q.resolve() == p.resolve() for q in resolved) > 1})
     if duplicates:

@@ -35,6 +35,7 @@ from heuresis_env.evaluation.run_format import (
     EpisodeRecord,
     RunDirectory,
     episode_file_stem,
+    find_run_directories,
     load_run,
     regenerate_instance,
 )
@@ -570,7 +571,7 @@ def build_site(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLike
         raise HeuresisError("give at least one run directory")
     if workers < 1:
         raise HeuresisError(f"workers must be at least 1, got {workers!r}")
-    paths = [Path(p) for p in run_dirs]
+    paths = find_run_directories(run_dirs)  # a demo's folder stands for its runs/*
     runs = [load_run(p) for p in paths]
     unchecked: list[str] = []
     for run in runs:  # scores are re-scored and seals checked, never trusted (issue 30)

@@ -70,6 +70,32 @@ def test_default_env_shows_a_newcomer_the_task_and_the_tools():
     env.close()
 
 
+def test_the_action_forms_step_accepts_agree_with_the_space_and_the_quick_start():
+    """The text view's space is ``Text`` (a JSON action); ``step`` also takes the same dict,
+    as the README's Quick start passes it, with identical results; a sampled string of the
+    space, as ``check_env``-style code draws, is a malformed action: an error observation,
+    a step spent, never a crash (issue 42)."""
+    observations = {}
+    for form in ("dict", "json"):
+        env = make()
+        env.reset(seed=0)
+        action = {"tool": "ci_test", "args": {"x": "X1", "y": "X2", "method": "fisherz"}}
+        assert json.dumps(action) in env.action_space
+        observations[form], _, _, _, info = env.step(action if form == "dict"
+                                                     else json.dumps(action))
+        assert info["error"] is None and info["tool"] == "ci_test"
+        env.close()
+    assert observations["dict"]["text"] == observations["json"]["text"]
+    env = make(max_steps=3)
+    env.reset(seed=0)
+    env.action_space.seed(0)
+    sampled = env.action_space.sample()
+    observation, _, terminated, truncated, info = env.step(sampled)
+    assert info["error"] and observation["last_error"] and not (terminated or truncated)
+    assert observation["budget_left"][0] == 2
+    env.close()
+
+
 def test_invalid_constructor_arguments_name_the_choices():
     for kwargs, message in (({"family": "lgg"}, "Did you mean 'lg'"),
                             ({"target": "pag"}, "cpdag"), ({"toolbox": "tiny"}, "minimal"),

@@ -260,3 +260,25 @@ def test_state_has_no_hidden_record():
     state_fields = set(vars(EpisodeState(instance("lg").X, instance("lg").names,
                                          instance("lg").sha256)))
     assert not {"record", "dag", "scm", "true_graph"} & state_fields
+
+
+def test_masks_reach_sb3_contrib_through_gym_makes_wrappers():
+    """``gym.make`` wraps the environment, and Gymnasium's wrappers do not forward
+    ``action_masks``: sb3-contrib reaches it through ``get_wrapper_attr`` (as its
+    ``MaskablePPO`` does, single or vectorized), and users through ``env.unwrapped`` — the
+    README says so (issue 42)."""
+    from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    env = make("lg")
+    env.reset(seed=0)
+    assert env is not env.unwrapped and not hasattr(env, "action_masks")
+    assert is_masking_supported(env)
+    np.testing.assert_array_equal(get_action_masks(env), env.unwrapped.action_masks())
+    vec = DummyVecEnv([lambda: make("lg")])
+    vec.reset()
+    assert is_masking_supported(vec)
+    np.testing.assert_array_equal(get_action_masks(vec)[0],
+                                  vec.envs[0].unwrapped.action_masks())
+    vec.close()
+    env.close()

@@ -95,6 +95,11 @@ def test_stdio_client_lists_calls_edits_submits_and_reads_the_score(tmp_path):
     for name in ("add_edge", "submit", "reset"):
         assert tools[name].annotations.destructive_hint and not tools[name].annotations.read_only_hint
     assert not tools["stability"].annotations.idempotent_hint  # it resamples at random
+    # writing the graph memory is not read-only (it replaces a saved graph of the same name)
+    for name in ("save_graph", "run_algorithm"):
+        hints = tools[name].annotations
+        assert not hints.read_only_hint and hints.destructive_hint and hints.idempotent_hint
+    assert tools["list_graphs"].annotations.read_only_hint
     assert tools["ci_test"].output_schema["required"] == [
         "step", "steps_left", "tool", "error", "data", "episode_over"]
     assert "names" in tools["reset"].output_schema["required"]
@@ -156,6 +161,10 @@ def test_the_step_budget_ends_an_episode_over_mcp(tmp_path):
     assert not first.structured_content["episode_over"]
     assert second.structured_content["termination_reason"] == "step_budget"
     assert second.structured_content["scores"]["n_edges"] == 0
+    # an empty graph's precision is undefined: JSON null through the real client, never the
+    # string "nan" (issue 42)
+    assert second.structured_content["scores"]["precision"] is None
+    assert "precision = nan" in second.content[0].text
     assert third.is_error
 
 

@@ -433,6 +433,27 @@ def test_report_without_references_and_cli(tmp_path, capsys):
                                               "--deletion-signals", "lg"]))
 
 
+def test_a_folder_of_runs_stands_for_its_runs(tmp_path, capsys):
+    """``heuresis report runs/demo`` reads ``runs/demo/runs/*`` (issue 42), and a folder of run
+    directories reads them all; a folder with neither still says what is missing."""
+    from heuresis_env import cli
+
+    demo = tmp_path / "demo"
+    write_synthetic_run(demo / "runs" / "agent", "agent", [0.5, 0.6, 0.7], d=5, n=60)
+    write_synthetic_run(demo / "runs" / "other", "other", [0.4, 0.4, 0.9], d=5, n=60)
+    (demo / "report").mkdir()  # what the demo writes beside its runs is not a run
+    assert sorted(arm.label for arm in load_runs([demo]).arms) == ["agent", "other"]
+    assert sorted(arm.label for arm in load_runs([demo / "runs"]).arms) == ["agent", "other"]
+    assert cli.main(["report", str(demo), "--out", str(demo / "report"), "--bootstrap", "200",
+                     "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "| agent | 0.600 |" in printed and "| other | 0.567 |" in printed
+    from heuresis_env.errors import RunFormatError
+
+    with pytest.raises(RunFormatError, match="no config.json"):
+        load_runs([demo / "report"])
+
+
 def test_signal_requests():
     assert parse_signal_request("wild:10") == ("wild", "dev", 10)
     assert parse_signal_request("lg/test:3") == ("lg", "test", 3)

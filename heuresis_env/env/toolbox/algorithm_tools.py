@@ -272,7 +272,8 @@ register_tool(Tool(
                 "FCI, DirectLiNGAM, ANM, NOTEARS, NOTEARS-MLP, GRaSP, BOSS) on all variables "
                 "or on a subset (a partial graph), and show its output graph. The working "
                 "graph is not changed; use save_as and load_graph, or edit it yourself.",
-    args_model=RunAlgorithmArgs, run=_run_algorithm, category="algorithm"))
+    args_model=RunAlgorithmArgs, run=_run_algorithm, category="algorithm",
+    writes_memory=True))  # save_as=name stores its output
 register_tool(Tool(
     name="stability",
     description="Bootstrap stability of an algorithm: how often each pair is adjacent (and "

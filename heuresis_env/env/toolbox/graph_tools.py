@@ -504,7 +504,7 @@ register_tool(Tool(
 register_tool(Tool(
     name="save_graph",
     description="Save a copy of the working graph in the graph memory under a name.",
-    args_model=GraphNameArgs, run=_save_graph, category="memory"))
+    args_model=GraphNameArgs, run=_save_graph, category="memory", writes_memory=True))
 register_tool(Tool(
     name="load_graph",
     description="Replace the working graph by a saved graph (from save_graph or from "

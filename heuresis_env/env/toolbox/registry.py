@@ -154,7 +154,9 @@ class Tool:
     ``minimal`` tools are part of the minimal toolbox (the full toolbox has every tool);
     ``guided_only`` tools exist only in the guided condition; ``edits_graph`` tools may change
     the working graph (the trace links them to evidence); ``random`` tools draw from a
-    generator derived from the instance seed and the call number. ``tasks`` are the episode
+    generator derived from the instance seed and the call number; ``writes_memory`` tools
+    store a graph in the episode's graph memory (replacing one of the same name), so they are
+    not read-only though they leave the working graph alone. ``tasks`` are the episode
     tasks that offer the tool; ``ends_episode`` marks the tool that ends one (``submit``,
     ``answer``), which every toolbox has.
     """
@@ -167,6 +169,7 @@ class Tool:
     minimal: bool = True
     guided_only: bool = False
     edits_graph: bool = False
+    writes_memory: bool = False
     random: bool = False
     rl: RLSpec | None = None
     tasks: tuple[str, ...] = TASKS

@@ -174,6 +174,8 @@ def run(args: argparse.Namespace) -> int:
     report = report_call.result()
     elapsed = time.perf_counter() - started
     print(report.headline)
+    if report.headline_note:
+        print(report.headline_note)
     for warning in report.warnings:
         print(f"warning: {warning}")
     guided = [spec for _, spec, _ in plan if spec in GUIDED_POLICIES]

@@ -64,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
     for warning in summary.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     print(summary.headline)
+    if summary.headline_note:
+        print(summary.headline_note)
     print()
     print(f"Report: {summary.markdown_path} and {summary.html_path} "
           f"({len(summary.figure_paths)} figures in {summary.out_dir / 'figures'}; "

@@ -23,6 +23,7 @@ from heuresis_env.generation.instances import InstanceKey, generate_instance, re
 from heuresis_env.metrics import BootstrapResult
 from heuresis_env.progress import progress_bar
 from heuresis_env.reports import figures, tables
+from heuresis_env.reports.coinciding import COINCIDING
 from heuresis_env.reports.document import (
     BulletList,
     Document,
@@ -80,6 +81,8 @@ class ReportSummary:
     tables: dict[str, Table]
     headline: str
     warnings: list[str] = field(default_factory=list)
+    #: the line printed under the headline: the rows that coincide and why ("" when none do)
+    headline_note: str = ""
     seconds: float = 0.0
     signal_study: SignalStudy | None = None
     proposition: list[PropositionRow] = field(default_factory=list)
@@ -151,10 +154,15 @@ def sealing_text(loaded: LoadedRuns) -> str:
     """Whether the runs' test split was sealed with a secret salt ("" for the dev split)."""
     if loaded.runs[0].split != "test":
         return ""
-    unsealed = [str(run.path) for run in loaded.runs if not run.config.get("salt_digest")]
+    # a data table is one fixed instance: nothing to regenerate, and no salt applies to it
+    generated = [run for run in loaded.runs
+                 if any(key.get("graph_model") != "data" for key in run.instance_keys)]
+    if not generated:
+        return "data tables only (the test salt does not apply to tables)"
+    unsealed = [str(run.path) for run in generated if not run.config.get("salt_digest")]
     if not unsealed:
         return "sealed with a secret salt ($HEURESIS_TEST_SALT)"
-    which = (f"for any of the {len(unsealed)} runs" if len(unsealed) == len(loaded.runs)
+    which = (f"for any of the {len(unsealed)} runs" if len(unsealed) == len(generated)
              else f"for {', '.join(unsealed)}")
     return (f"not sealed ($HEURESIS_TEST_SALT was not set {which}): its instances are public, "
             "so a policy could have regenerated them; set a secret salt for numbers that "
@@ -218,7 +226,7 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
                         "results.jsonl), but have no scores, so their cells are empty")
     small = tables.small_families(tables.instance_counts(loaded))
     if small:
-        warnings.append(tables.small_sample_warning(small))
+        warnings.append(tables.small_sample_warning(small, tables.data_table_families(loaded)))
     sealing = sealing_text(loaded)
     if sealing.startswith("not sealed"):
         warnings.append(f"The test split was {sealing}.")
@@ -400,6 +408,7 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
         out_dir=out, markdown_path=markdown_path, html_path=html_path, json_path=json_path,
         figure_paths=figure_paths, tables={t.key: t for t in document.tables()},
         headline=headline.to_markdown(), warnings=warnings,
+        headline_note=next((n for n in headline.notes if n.startswith(COINCIDING)), ""),
         seconds=time.perf_counter() - started, signal_study=study, proposition=rows)
 
 

@@ -59,6 +59,15 @@ def test_cli_evaluate_a_csv_with_a_graph(tmp_path, csv_table, capsys):
                      str(graph), "--out", str(out), "--no-progress"]) == 0
     (record,) = results(out)
     assert record["ground_truth"] is True and 0 < record["scores"]["f1"] <= 1
+    # the notes fit a table (issue 42): one instance, no salt; not "regenerate", not --count
+    err = capsys.readouterr().err
+    assert "table-cells is a data table: one table is one instance" in err
+    assert "regenerate" not in err and "--count" not in err
+    assert cli.main(["report", str(out), "--out", str(tmp_path / "report"), "--no-progress",
+                     "--no-traces", "--bootstrap", "200"]) == 0
+    err = capsys.readouterr().err
+    assert "table-cells is a data table: one table is one instance" in err
+    assert "regenerate" not in err and "--count" not in err and "not sealed" not in err
     # a report process registers the table again from the run's config and finds the same data
     run = load_run(out)
     instance = regenerate_instance(run, ("table-cells", "test", 0), record["instance_sha256"])
@@ -85,6 +94,7 @@ def test_cli_evaluate_sachs_and_report(tmp_path, capsys):
     (record,) = results(out)
     assert record["family"] == "sachs" and record["ground_truth"] is True
     assert 0 < record["scores"]["f1"] < 1
+    assert "sachs is a data table" in capsys.readouterr().err
     assert cli.main(["report", str(out), "--out", str(tmp_path / "report"), "--no-progress",
                      "--no-traces", "--bootstrap", "200"]) == 0
     assert "| sachs |" in (tmp_path / "report" / "report.md").read_text()
@@ -111,3 +121,18 @@ def test_bad_dataset_options_are_refused(tmp_path, csv_table, capsys):
     assert cli.main(["evaluate", "--policy", FISHER, "--dataset", str(bad), "--out",
                      str(tmp_path / "y"), "--no-progress"]) == 2
     assert "missing values in column(s) 'b'" in capsys.readouterr().err
+
+
+def test_evaluate_notes_fit_the_source_of_the_instances(monkeypatch):
+    """Generated instances of an unsealed test split get the sealing note; a data table gets
+    the one-instance note instead (issue 42)."""
+    from heuresis_env.cli.evaluate import source_notes
+
+    monkeypatch.delenv("HEURESIS_TEST_SALT", raising=False)
+    (note,) = source_notes(["lg", "anm"], "test")
+    assert note.startswith("the test split is not sealed") and "regenerate" in note
+    assert source_notes(["lg"], "dev") == []
+    (note,) = source_notes(["sachs"], "test")
+    assert note.startswith("sachs is a data table: one table is one instance")
+    sealing, table = source_notes(["lg", "sachs"], "test")
+    assert "not sealed" in sealing and "sachs is a data table" in table

@@ -734,9 +734,11 @@ def test_the_report_says_whether_the_test_split_was_sealed():
 
     from heuresis_env.reports.build import sealing_text
 
-    def loaded(*digests, split="test"):
+    def loaded(*digests, split="test", graph_model="er"):
         return SimpleNamespace(runs=[SimpleNamespace(split=split, config={"salt_digest": d},
-                                                     path=Path(f"r{k}"))
+                                                     path=Path(f"r{k}"),
+                                                     instance_keys=[{"family": "lg",
+                                                                     "graph_model": graph_model}])
                                      for k, d in enumerate(digests)])
 
     assert sealing_text(loaded("abc", "def")).startswith("sealed with a secret salt")
@@ -744,6 +746,8 @@ def test_the_report_says_whether_the_test_split_was_sealed():
         "not sealed ($HEURESIS_TEST_SALT was not set for any of the 2 runs)")
     assert "was not set for r1)" in sealing_text(loaded("abc", None))
     assert sealing_text(loaded(None, split="dev")) == ""
+    # a data table is one fixed instance: nothing to regenerate, no salt applies (issue 42)
+    assert sealing_text(loaded(None, graph_model="data")).startswith("data tables only")
 
 
 def test_a_policys_notes_reach_the_report(tmp_path):
@@ -754,3 +758,45 @@ def test_a_policys_notes_reach_the_report(tmp_path):
     (run / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     loaded = load_runs([run])
     assert loaded.warnings.count("rl: trained in the guided condition; this run is unguided") == 1
+
+
+def test_rows_that_coincide_are_named_with_the_reason(tmp_path, report):
+    """A one-line note under the headline names rows with equal F1 on every instance and why,
+    read from the final graphs (issue 42)."""
+    from heuresis_env.reports.coinciding import coinciding_note
+
+    # the fixture's BCA_φ is PC-KCI on anm: the same graphs there, and not on lg
+    note = next(n for n in report.tables["headline"].notes if n.startswith("Rows that"))
+    assert report.headline_note == note
+    assert ("bca = pc-kci on anm (they submitted the same graphs)" in note
+            or "pc-kci = bca on anm (they submitted the same graphs)" in note)
+
+    def arms(*marks_per_run: list):
+        """Synthetic runs with equal F1 whose final graphs are ``marks`` (set after loading:
+        a report re-scores final graphs, which synthetic runs cannot be)."""
+        from dataclasses import replace
+
+        paths = [write_synthetic_run(tmp_path / name, name, [0.5, 1.0])
+                 for name in "abcd"[:len(marks_per_run)]]
+        loaded = load_runs(paths)
+        for arm, marks in zip(loaded.arms, marks_per_run, strict=True):
+            arm.episodes = {slot: replace(e, final_graph={"names": ["X1", "X2", "X3"],
+                                                          "marks": marks})
+                            for slot, e in arm.episodes.items()}
+        return loaded
+
+    forward = [[0, 2, 0], [1, 0, 0], [0, 0, 0]]   # X1 --> X2
+    backward = [[0, 1, 0], [2, 0, 0], [0, 0, 0]]  # X2 --> X1
+    other = [[0, 0, 2], [0, 0, 0], [1, 0, 0]]     # X1 --> X3
+    loaded = arms(forward, forward, backward, other)
+    assert [arm.label for arm in loaded.arms] == ["a", "b", "c", "d"]
+    note = coinciding_note(loaded.arms, loaded.families())
+    assert note.startswith("Rows that coincide (equal F1 on every instance): ")
+    assert "a = b on every family (they submitted the same graphs)" in note
+    assert "a = c on every family (they submitted the same skeletons" in note
+    assert "a = d on every family (different graphs with equal F1)" in note
+    lone = load_runs([write_synthetic_run(tmp_path / "e", "e", [0.5, 0.9])])
+    assert coinciding_note(lone.arms, lone.families()) == ""
+    two = load_runs([write_synthetic_run(tmp_path / "f", "f", [0.5, 0.9]),
+                     write_synthetic_run(tmp_path / "g", "g", [0.5, 0.8])])
+    assert coinciding_note(two.arms, two.families()) == ""  # one instance differs

@@ -48,12 +48,69 @@ def loopback_eval(log_dir: str | os.PathLike, family: str = "wild", split: str =
     return log
 
 
-def view_logs(log_dir: str | os.PathLike, port: int = 7575, host: str = "127.0.0.1") -> int:
-    """``inspect view`` on ``log_dir`` (runs until interrupted); its exit status."""
+#: how long ``inspect view`` may take to answer before the demo gives up on it
+VIEW_READY_SECONDS = 300.0
+
+
+def _answers(url: str) -> bool:
+    """True when an HTTP server answers ``url`` (any status), never through a proxy."""
+    import urllib.error
+    import urllib.request
+
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        opener.open(url, timeout=2).close()
+    except urllib.error.HTTPError:
+        return True  # it answered, with an error status
+    except OSError:
+        return False
+    return True
+
+
+def _stop_on_signal(signum: int, frame: Any) -> None:  # noqa: ARG001 - signal handler
+    raise SystemExit(128 + signum)
+
+
+def view_logs(log_dir: str | os.PathLike, port: int = 7575, host: str = "127.0.0.1",
+              ready_seconds: float = VIEW_READY_SECONDS) -> int:
+    """``inspect view`` on ``log_dir`` until interrupted; its exit status.
+
+    The URL is printed once the viewer answers it (its start-up takes tens of seconds on a
+    loaded machine), and the viewer ends with this process: on Ctrl-C, SIGTERM or SIGHUP it
+    is terminated (killed if it lingers), so it never keeps the port after the demo ends."""
+    import signal
+    import time
+
     command = [sys.executable, "-m", "inspect_ai", "view", "start", "--log-dir",
                str(Path(log_dir)), "--host", host, "--port", str(int(port))]
-    print(f"inspect view: http://{host}:{port} (Ctrl-C stops it)", flush=True)
+    url = f"http://{host}:{port}"
+    handlers = {sig: signal.signal(sig, _stop_on_signal)
+                for sig in (signal.SIGTERM, signal.SIGHUP)}
+    child = subprocess.Popen(command)
     try:
-        return subprocess.call(command)
+        print(f"starting inspect view on port {port} …", flush=True)
+        deadline = time.monotonic() + ready_seconds
+        while not _answers(url):
+            if child.poll() is not None:
+                print(f"inspect view exited with status {child.returncode} before it answered "
+                      f"on {url}", file=sys.stderr, flush=True)
+                return child.returncode or 1
+            if time.monotonic() > deadline:
+                print(f"inspect view did not answer on {url} within {ready_seconds:.0f} s",
+                      file=sys.stderr, flush=True)
+                return 1
+            time.sleep(0.5)
+        print(f"inspect view: {url} (Ctrl-C stops it)", flush=True)
+        return child.wait()
     except KeyboardInterrupt:
         return 0
+    finally:
+        if child.poll() is None:
+            child.terminate()
+            try:
+                child.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)

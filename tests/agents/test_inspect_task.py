@@ -5,6 +5,7 @@ logs and run directories convert both ways; ``inspect view`` serves them."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -14,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
@@ -577,27 +579,62 @@ def test_inspect_eval_against_the_loopback_server_plays_as_heuresis_evaluate(tmp
 @pytest.mark.slow
 def test_one_command_runs_the_loopback_eval_and_opens_inspect_view(tmp_path):
     """``heuresis inspect-demo``: two instances against the loopback server, then inspect
-    view serving the log (stopped here by its process group)."""
+    view serving the log. The URL is printed only once the viewer answers it, and a SIGTERM
+    to the command (its child not signalled) ends the viewer too: the port is free again
+    (issue 42)."""
+    import threading
+
     port = _free_port()
     demo = subprocess.Popen(
         [sys.executable, "-m", "heuresis_env.cli", "inspect-demo", "--log-dir",
          str(tmp_path / "logs"), "--port", str(port), "--max-steps", "15", "--no-bca"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True)
+    lines: list[str] = []
+    printed = threading.Event()
+    answered_when_printed: list[bool] = []
+
+    def read() -> None:
+        for line in demo.stdout:
+            lines.append(line)
+            if line.startswith("inspect view: http://") and not printed.is_set():
+                try:  # the viewer must answer at the moment its URL is printed
+                    urllib.request.build_opener(urllib.request.ProxyHandler({})).open(
+                        f"http://127.0.0.1:{port}/", timeout=5).close()
+                    answered_when_printed.append(True)
+                except urllib.error.HTTPError:
+                    answered_when_printed.append(True)
+                except OSError:
+                    answered_when_printed.append(False)
+                printed.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     try:
-        deadline = time.monotonic() + 900
-        while True:  # inspect view starts once the eval has written its log
-            files = _get(f"http://127.0.0.1:{port}/api/log-files", timeout=900)["files"]
-            names = [f["name"] for f in files]
-            served = _get(_log_url(port, names[0])) if names else {}
-            if served.get("status") == "success" or time.monotonic() > deadline:
-                break
-            time.sleep(1)
+        assert printed.wait(900), "".join(lines)
+        assert answered_when_printed == [True]
+        files = _get(f"http://127.0.0.1:{port}/api/log-files", timeout=60)["files"]
+        names = [f["name"] for f in files]
         assert len(names) == 1
+        served = _get(_log_url(port, names[0]))
         assert served["eval"]["task"] == "heuresis/causal_discovery"
         assert served["eval"]["model"] == f"openai-api/loopback/{HEURISTIC_MODEL_NAME}"
         assert len(served["samples"]) == 2 and served["status"] == "success"
+        os.kill(demo.pid, signal.SIGTERM)  # the command only, as a service manager would
+        demo.wait(timeout=60)
+        deadline = time.monotonic() + 30
+        while True:  # the viewer ended with it: nothing holds the port any more
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            except OSError:
+                break
+            assert time.monotonic() < deadline, "inspect view outlived heuresis inspect-demo"
+            time.sleep(0.5)
     finally:
-        os.killpg(demo.pid, signal.SIGTERM)
-        output = demo.communicate(timeout=60)[0]
-    assert "log: " in output
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(demo.pid, signal.SIGKILL)
+        demo.wait(timeout=60)
+        reader.join(timeout=10)
+    output = "".join(lines)
+    assert "log: " in output and "starting inspect view on port" in output
+    assert output.index("starting inspect view") < output.index("inspect view: http://")

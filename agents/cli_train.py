@@ -47,8 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "dev instances' start states (default: on for pairwise)")
     parser.add_argument("--step-cost", type=float, default=0.0,
                         help="reward charged per step during training (default 0)")
-    parser.add_argument("--workers", type=int, default=1,
-                        help="processes computing the instances' evidence before training")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="processes computing the instances' evidence before training "
+                             "(default: one per available CPU)")
     parser.add_argument("--vectorization", default="dummy", choices=["dummy", "subproc"],
                         help="how the n-envs training environments run")
     parser.add_argument("--resamples", type=int, default=10_000,

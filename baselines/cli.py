@@ -35,7 +35,8 @@ from heuresis_env.discovery import get_algorithm
 from heuresis_env.errors import HeuresisError
 from heuresis_env.generation import FAMILY_GROUPS, SPLIT_SIZES, expand_families, load_dataset
 from heuresis_env.metrics import score_graph
-from heuresis_env.progress import progress_bar
+from heuresis_env.progress import Progress
+from heuresis_env.threads import available_cpus
 
 HELP = "Reference results per family: algorithms, BCA, oracle, merge*, headrooms."
 
@@ -71,7 +72,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="development instances used to select BCA (default: all 100)")
     parser.add_argument("--algorithms", default=None,
                         help="comma-separated algorithm names (default: every reference algorithm)")
-    parser.add_argument("--workers", type=int, default=1, help="parallel worker processes")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="parallel worker processes (default: one per available CPU)")
     parser.add_argument("--d", type=int, default=None,
                         help="variables per instance (default 10; a structure's own)")
     parser.add_argument("--n", type=int, default=None, help="rows per instance (default 600)")
@@ -85,6 +87,8 @@ def resolve_families(name: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.workers is None:
+        args.workers = available_cpus()
     if args.dataset is not None:
         return run_dataset(args)
     if args.graph is not None or args.anonymize or args.no_standardize:
@@ -105,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     total = len(families) * n_algorithms * n_instances
     started = time.perf_counter()
     tables = []
-    with progress_bar(total=total, desc="algorithm runs", unit="run") as bar:
+    with Progress(total, "algorithm runs", unit="run") as bar:
         for family in families:
             bar.set_postfix_str(family)
             table = compute_family_table(
@@ -147,7 +151,7 @@ def run_suite(args: argparse.Namespace) -> int:
         return run_shelf(args, count)
     started = time.perf_counter()
     total = len(families) * count * 3
-    with progress_bar(total=total, desc="algorithm runs", unit="run") as bar:
+    with Progress(total, "algorithm runs", unit="run") as bar:
         rows = compute_suite_table(families, args.split, count, n=args.n, workers=args.workers,
                                    n_resamples=args.resamples, progress=bar.update,
                                    budget=args.budget)
@@ -174,7 +178,7 @@ def run_shelf(args: argparse.Namespace, count: int) -> int:
     total = (len(SHELF_FULL) * 2 * count * len(REFERENCE_ALGORITHMS)
              + len(SHELF_LARGE) * count * len(SUITE_ALGORITHMS))
     started = time.perf_counter()
-    with progress_bar(total=total, desc="algorithm runs", unit="run") as bar:
+    with Progress(total, "algorithm runs", unit="run") as bar:
         rows = compute_shelf_table(count=count, n=args.n, workers=args.workers, budget=budget,
                                    progress=bar.update)
     elapsed = time.perf_counter() - started

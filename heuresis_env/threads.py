@@ -39,6 +39,15 @@ def thread_count() -> int:
     return max(1, count)
 
 
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the system reports one): the
+    default number of worker processes of a command that parallelizes by processes."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
 def limit_threads(count: int | None = None) -> int:
     """Limit BLAS, OpenMP and torch to ``count`` threads (default :func:`thread_count`) in this
     process and, through the environment, in processes it starts. Returns the count."""

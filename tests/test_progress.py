@@ -57,7 +57,30 @@ def test_progress_bar_and_lines_helpers():
     progress.update(200, "done")
     assert lines[0].startswith("PPO: 50 of 200 steps (25%), ") and "left" in lines[0]
     assert lines[1].startswith("PPO: 200 of 200 steps (100%), ") and lines[1].endswith("; done")
+    progress.update(201)  # past the total (PPO's rollout): the last line is not said again
+    assert len(lines) == 2
     quiet = ProgressLines("x", 10, lines.append, every_seconds=3600.0)
     quiet.update(1)  # too soon after the start: nothing
     assert len(lines) == 2
     assert [duration_text(s) for s in (5, 185, 3725)] == ["5 s", "3 min 05 s", "1 h 02 min"]
+
+
+def test_progress_is_a_bar_on_a_terminal_and_lines_elsewhere():
+    """``Progress``: without a terminal (pytest's captured stderr) lines through ``say`` with
+    the time left, the last one once; ``show=False`` says nothing."""
+    from heuresis_env.progress import Progress
+
+    lines: list[str] = []
+    with Progress(4, "evidence", unit="instance", say=lines.append, every_seconds=0.0) as shown:
+        assert shown.bar.disable and shown.lines is not None
+        shown.update()
+        shown.set_postfix_str("lg")
+        shown.update(3)
+        shown.update()  # past the total
+    assert lines[0].startswith("evidence: 1 of 4 instances (25%), ") and "left" in lines[0]
+    assert lines[-1].startswith("evidence: 4 of 4 instances (100%), ")
+    assert lines[-1].endswith("; lg") and len(lines) == 2
+    hidden: list[str] = []
+    with Progress(4, "x", say=hidden.append, show=False, every_seconds=0.0) as quiet:
+        quiet.update(4)
+    assert hidden == []

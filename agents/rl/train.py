@@ -51,7 +51,8 @@ from heuresis_env.evidence import EVIDENCE_VERSION
 from heuresis_env.generation import SPLIT_SIZES, expand_families
 from heuresis_env.metrics import paired_bootstrap
 from heuresis_env.policy import EpisodeResult, EpisodeSettings
-from heuresis_env.progress import ProgressLines, progress_bar
+from heuresis_env.progress import Progress
+from heuresis_env.threads import available_cpus
 from heuresis_env.version import __version__
 
 __all__ = [
@@ -131,9 +132,10 @@ class LearningCurveCallback(BaseCallback):
 
 
 class TrainingProgress(BaseCallback):
-    """Shows PPO's progress: a bar with the time left on a terminal, else a line at most every
-    ``every_seconds`` through ``say`` (steps done, elapsed, the time left, and the mean F1 gain
-    of the last training episodes read from ``curve``)."""
+    """Shows PPO's progress (:class:`~heuresis_env.progress.Progress`): a bar with the time
+    left on a terminal, else a line at most every ``every_seconds`` through ``say`` (steps
+    done, elapsed, the time left, and the mean F1 gain of the last training episodes read
+    from ``curve``), the last one once — PPO runs on to the end of its rollout."""
 
     def __init__(self, total_steps: int, say: Callable[[str], None],
                  curve: LearningCurveCallback | None = None, every_seconds: float = 30.0,
@@ -141,12 +143,8 @@ class TrainingProgress(BaseCallback):
         super().__init__()
         self.total = int(total_steps)
         self.curve = curve
-        self.bar = progress_bar(total=self.total, show=show_bar, desc="PPO", unit="step",
-                                leave=False)
-        # the bar is drawn on a terminal only; elsewhere plain lines say how far it is
-        self.lines = None if not self.bar.disable else ProgressLines(
-            "PPO", self.total, say, every_seconds=every_seconds)
-        self._shown = 0
+        self.progress = Progress(self.total, "PPO", unit="step", say=say,
+                                 every_seconds=every_seconds, show=show_bar)
 
     def _recent_gain(self) -> str:
         episodes = [] if self.curve is None else self.curve.episodes[-50:]
@@ -156,16 +154,11 @@ class TrainingProgress(BaseCallback):
                f"{np.mean([e['f1_gain'] for e in episodes]):+.3f}"
 
     def _on_step(self) -> bool:
-        done = min(int(self.num_timesteps), self.total)
-        if done > self._shown:
-            self.bar.update(done - self._shown)
-            self._shown = done
-        if self.lines is not None:
-            self.lines.update(done, self._recent_gain())
+        self.progress.set(int(self.num_timesteps), self._recent_gain())
         return True
 
     def _on_training_end(self) -> None:
-        self.bar.close()
+        self.progress.close()
 
 
 @dataclass
@@ -247,7 +240,7 @@ def train(family: str = "wild", algo: str = "maskable_ppo", steps: int = 20_000,
           dev_count: int | Sequence[int] = 100, test_count: int | Sequence[int] = 32,
           d: int = 10, n: int = 600, max_steps: int = 50, target: str = "none",
           architecture: str = "pairwise", hidden: int = 64, step_cost: float = 0.0,
-          hyperparameters: dict[str, Any] | None = None, workers: int = 1,
+          hyperparameters: dict[str, Any] | None = None, workers: int | None = None,
           torch_threads: int | None = 1, vectorization: str = "dummy",
           n_resamples: int = 10_000, salt: str | None = None,
           warm_start_edits: bool | None = None, freeze_encoder: bool | None = None,
@@ -262,8 +255,9 @@ def train(family: str = "wild", algo: str = "maskable_ppo", steps: int = 20_000,
     evaluated on the test instances of each (``per_family`` in the report).
 
     ``dev_count``/``test_count`` are a count (the first instances) or explicit indices. The
-    evidence of every instance is computed first (``workers`` processes), so the training
-    time excludes it. ``max_steps`` is the episode budget for training and evaluation.
+    evidence of every instance is computed first (``workers`` processes, by default one per
+    available CPU; a bar or progress lines with the time left), so the training time excludes
+    it. ``max_steps`` is the episode budget for training and evaluation.
 
     ``warm_start_edits`` (default: on for the pairwise architecture) first tries every single
     edit from each development instance's start state (:func:`probe_edits`, 3p steps per
@@ -301,10 +295,15 @@ def train(family: str = "wild", algo: str = "maskable_ppo", steps: int = 20_000,
     if torch_threads is not None:
         torch.set_num_threads(check_int("torch_threads", torch_threads))
 
+    workers = available_cpus() if workers is None else workers
+    instances = len(families) * (len(dev) + len(test))
     say(f"evidence for {len(dev)} dev and {len(test)} test instances of {family} "
-        f"(d={d}, n={n})")
-    evidence_seconds = warm_evidence(family, {"dev": dev, "test": test}, d, n, workers,
-                                     salt=salt)
+        f"(d={d}, n={n}) in {workers} worker process(es)")
+    with Progress(instances, "evidence", unit="instance", say=say,
+                  show=progress is not None) as shown_evidence:
+        evidence_seconds = warm_evidence(family, {"dev": dev, "test": test}, d, n, workers,
+                                         salt=salt,
+                                         progress=lambda *_: shown_evidence.update())
 
     flatten = algo == "ppo"
     env = make_training_env(family, settings, dev, d, n, n_envs=n_envs, flatten=flatten,

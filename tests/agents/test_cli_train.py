@@ -12,10 +12,11 @@ from agents import cli_train
 from agents.rl import SubmitStartPolicy, evaluate_policy, load
 from heuresis_env.generation import BENCHMARK_FAMILIES
 from heuresis_env.policy import EpisodeSettings
+from heuresis_env.threads import available_cpus
 from tests.agents.rl.rl_fixtures import TINY
 
 
-def test_cli_trains_evaluates_and_writes_everything(tmp_path):
+def test_cli_trains_evaluates_and_writes_everything(tmp_path, capsys):
     parser = argparse.ArgumentParser()
     cli_train.add_arguments(parser)
     out = tmp_path / "run"
@@ -24,6 +25,11 @@ def test_cli_trains_evaluates_and_writes_everything(tmp_path):
                               "--d", "5", "--n", "200", "--max-steps", "10",
                               "--resamples", "200", "--n-envs", "1"])
     assert cli_train.run(args) == 0
+    # the evidence step says how far it is (without a terminal: lines), in one worker process
+    # per available CPU by default (issue 42)
+    err = capsys.readouterr().err
+    assert f"in {available_cpus()} worker process(es)" in err
+    assert "evidence: 4 of 4 instances (100%)" in err
     for name in ("model.npz", "model.json", "policy.json", "report.json", "learning_curve.png"):
         assert (out / name).is_file(), name
     report = json.loads((out / "report.json").read_text())

@@ -90,6 +90,12 @@ def test_heuresis_baselines_command_end_to_end(tmp_path):
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert "BCA = " in proc.stdout and "repair headroom" in proc.stdout
+    # without a terminal, progress comes as lines (the last one at least), and the workers
+    # are one per available CPU by default (issue 42)
+    from heuresis_env.threads import available_cpus
+
+    assert "algorithm runs: 18 of 18 runs (100%)" in proc.stderr, proc.stderr
+    assert f"({available_cpus()} worker(s))" in proc.stdout
     tables = json.loads(out.read_text())["tables"]
     (lg,) = tables
     assert lg["family"] == "lg" and lg["n_instances"] == 3

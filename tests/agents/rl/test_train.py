@@ -59,9 +59,12 @@ def test_ppo_training_says_how_far_it_is_and_the_time_left():
                                     n_epochs=1, seed=0, device="cpu")
     lines: list[str] = []
     curve = LearningCurveCallback()
-    progress = TrainingProgress(96, lines.append, curve, every_seconds=0.0)
-    assert progress.bar.disable  # stderr is no terminal: no carriage-return frames
-    model.learn(96, callback=[curve, progress])
-    assert lines[0].startswith("PPO: 1 of 96 steps (1%)") and "left" in lines[0]
-    assert lines[-1].startswith("PPO: 96 of 96 steps (100%)") and "left" not in lines[-1]
+    # 90 steps asked: PPO runs on to the end of its third 32-step rollout (96 steps)
+    progress = TrainingProgress(90, lines.append, curve, every_seconds=0.0)
+    assert progress.progress.bar.disable  # stderr is no terminal: no carriage-return frames
+    model.learn(90, callback=[curve, progress])
+    assert lines[0].startswith("PPO: 1 of 90 steps (1%)") and "left" in lines[0]
+    assert lines[-1].startswith("PPO: 90 of 90 steps (100%)") and "left" not in lines[-1]
+    # the last line is said once, not once per step past the total (issue 42)
+    assert sum(line.startswith("PPO: 90 of 90") for line in lines) == 1
     assert any("mean F1 gain of the last" in line for line in lines)

@@ -31,7 +31,13 @@ from baselines.selection import select_bca
 from heuresis_env.discovery import get_algorithm
 from heuresis_env.env import MAX_LIST_ITEMS
 from heuresis_env.errors import HeuresisError, UnknownNameError
-from heuresis_env.generation import SPLIT_SIZES, InstanceKey, generate_instance
+from heuresis_env.generation import (
+    SPLIT_SIZES,
+    InstanceKey,
+    SaltArgument,
+    generate_instance,
+    sealing_salt,
+)
 from heuresis_env.graphs import EdgeMark, Graph
 from heuresis_env.policy import Policy, ReferencePolicy
 
@@ -425,12 +431,11 @@ class OraclePolicy(ReferencePolicy):
     name = "oracle"
     interface = "text"
 
-    def __init__(self, salt: str | None = None, alpha: float = 0.05):
-        if salt is not None and not isinstance(salt, str):
-            raise HeuresisError(f"salt must be a string or None, got {type(salt).__name__}")
+    def __init__(self, salt: SaltArgument = None, alpha: float = 0.05):
         if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 < alpha < 1:
             raise HeuresisError(f"alpha must be a number in (0, 1), got {alpha!r}")
-        self.salt = salt
+        #: the salt given, checked (None: ``$HEURESIS_TEST_SALT`` when an episode needs it)
+        self.salt: SaltArgument = salt if salt is None else sealing_salt("test", salt) or ""
         self.alpha = float(alpha)
         self.graph: Graph | None = None
         self._submitted = False
@@ -473,7 +478,7 @@ class OraclePolicy(ReferencePolicy):
         return self.error
 
 
-def oracle_policy(salt: str | None = None, alpha: float = 0.05) -> OraclePolicy:
+def oracle_policy(salt: SaltArgument = None, alpha: float = 0.05) -> OraclePolicy:
     """Entry-point factory of :class:`OraclePolicy` (policy ``oracle``)."""
     return OraclePolicy(salt=salt, alpha=alpha)
 

@@ -33,7 +33,7 @@ from heuresis_env.evidence import (
     guided_start,
 )
 from heuresis_env.files import atomic_write_bytes
-from heuresis_env.generation import InstanceKey, cached_instance, resolve_salt
+from heuresis_env.generation import InstanceKey, cached_instance, sealing_salt
 from heuresis_env.threads import limit_threads
 
 __all__ = ["Example", "ExampleSet", "SHARD_MANIFEST", "build_shards", "compute_examples",
@@ -174,7 +174,7 @@ def build_shards(families: Sequence[str], split: str, indices: Iterable[int], ou
     ``shard_size`` consecutive indices (shards already on disk are kept). Work is ordered
     shard by shard, families interleaved, so an interrupted build leaves every family with
     about as many finished shards. Returns the shard paths, in that order."""
-    if resolve_salt(split) is not None:
+    if sealing_salt(split) is not None:
         raise HeuresisError(f"the {split} split is sealed by a salt: its truth is never "
                             "written to disk (evaluate it in memory with instance_example)")
     out = Path(out_dir)

@@ -45,7 +45,7 @@ from heuresis_env.evaluation import (
     worker_name,
 )
 from heuresis_env.files import json_compact
-from heuresis_env.generation import sealing_salt
+from heuresis_env.generation import SealedSalt, sealing_salt
 from heuresis_env.graphs import Graph
 from heuresis_env.policy import EpisodeSettings
 
@@ -78,7 +78,7 @@ def policy_name(model: Any) -> str:
     return f"inspect/{model}"
 
 
-def sealed_salt(split: str) -> str | None:
+def sealed_salt(split: str) -> SealedSalt | None:
     """The test salt of this process's environment for ``split`` (checked strong enough), or
     None. Read where it is used, never passed as a task, solver or scorer argument: inspect
     writes those arguments into the log."""

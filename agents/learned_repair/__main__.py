@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,7 +19,7 @@ from agents.learned_repair.evaluation import (
     evaluation_table,
 )
 from agents.learned_repair.training import train_classifier
-from heuresis_env.generation import expand_families
+from heuresis_env.generation import expand_families, sealing_salt
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -48,10 +47,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     families = expand_families(args.families)
     say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     if args.evaluate:
-        salt = os.environ.get("HEURESIS_TEST_SALT") or None
+        salt = sealing_salt(args.evaluate)  # checked; None unless test is sealed
         bca = bca_choices(BCA_FILE) if BCA_FILE.is_file() else None
         result = evaluate_split(load_classifier(args.model), families, args.evaluate,
-                                args.count, salt if args.evaluate == "test" else None, bca,
+                                args.count, salt, bca,
                                 progress=say, d=args.d, n=args.n)
         if args.json:
             Path(args.json).write_text(json.dumps(result, indent=2), encoding="utf-8")

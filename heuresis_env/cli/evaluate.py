@@ -8,7 +8,8 @@ import sys
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evaluation import evaluate
 from heuresis_env.evaluation.policies import parse_policy_options
-from heuresis_env.generation.instances import TEST_SALT_ENV, get_source, resolve_salt
+from heuresis_env.generation.instances import get_source
+from heuresis_env.generation.salts import TEST_SALT_ENV, sealing_salt
 from heuresis_env.policy import EpisodeSettings
 
 HELP = ("run a policy on the instances of one family (or all) under identical budgets, "
@@ -139,7 +140,7 @@ def source_notes(families: list[str], split: str) -> list[str]:
     tables = [name for name in families if get_source(name) is not None]
     generated = [name for name in families if name not in tables]
     notes = []
-    if split == "test" and generated and resolve_salt("test") is None:
+    if split == "test" and generated and sealing_salt("test") is None:
         notes.append(f"the test split is not sealed (${TEST_SALT_ENV} is not set): its "
                      "instances are public, so a policy could regenerate them; set a secret "
                      "salt for numbers that compare policies")

@@ -1,8 +1,9 @@
 """The environment: an episode of editing a working graph against a hidden causal graph.
 
 The third stage of the data flow (instance → evidence → **environment** → policy → run →
-report). :class:`HeuresisEnv` (:mod:`.core`) is the Gymnasium environment: its arguments
-are checked in :mod:`.arguments`, a reset starts an episode through :mod:`.episode_start`,
+report). :class:`HeuresisEnv` (:mod:`.core`) is the Gymnasium environment: it plays an
+:class:`EpisodeConfig` (:mod:`.config`, built once from its keywords, checked with
+:mod:`.arguments`), a reset starts an episode through :mod:`.episode_start`,
 :mod:`.episode_end` says when it ends, and its first text is the task statement
 (:mod:`.statement`). The hidden truth stays with the referee (:mod:`.referee`); every action is
 a tool of the one registry (:mod:`.toolbox`), seen as text/JSON (:mod:`.text_view`) or as the
@@ -12,6 +13,7 @@ every episode can leave a trace (:mod:`.traces`) that :func:`replay_trace` re-ru
 """
 
 from heuresis_env.env.arguments import INTERFACES, REWARDS, SPLITS
+from heuresis_env.env.config import EpisodeConfig
 from heuresis_env.env.core import HeuresisEnv
 from heuresis_env.env.episode_end import TERMINATION_REASONS
 from heuresis_env.env.referee import PublicInstance, open_instance
@@ -50,7 +52,7 @@ from heuresis_env.trace_files import Trace, read_trace
 __all__ = [
     "ACYCLIC_TARGETS", "INTERFACES", "LAYOUT_KEYS", "MAX_ACTION_CHARS", "MAX_LIST_ITEMS",
     "MAX_OBSERVATION_CHARS", "REWARDS", "RL_OBSERVATION_LAYOUT", "RL_OPERATIONS", "SPLITS", "TARGETS",
-    "TERMINATION_REASONS", "TOOLBOXES", "ActionError", "EpisodeState", "EvidenceLinker",
+    "TERMINATION_REASONS", "TOOLBOXES", "ActionError", "EpisodeConfig", "EpisodeState", "EvidenceLinker",
     "HeuresisEnv", "PublicInstance", "RLAction", "RLInterface", "RLOutcome", "ReplayReport",
     "Sandbox", "SandboxLimits", "SandboxResult", "Tool", "ToolResult", "Trace",
     "available_tools", "draw_graphs", "get_tool", "observation_text", "open_instance",

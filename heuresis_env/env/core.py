@@ -6,10 +6,8 @@ when an environment is built or reset.
 
 from __future__ import annotations
 
-import inspect
-import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -18,19 +16,10 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.envs.registration import EnvSpec
 
-from heuresis_env.budgets import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STEPS
-from heuresis_env.env.arguments import (
-    check_choices,
-    check_indices,
-    check_int,
-    check_reset_options,
-    check_size,
-    check_unknown_arguments,
-    register_table,
-)
+from heuresis_env.env.arguments import check_reset_options
+from heuresis_env.env.config import KEYWORDS, EpisodeConfig
 from heuresis_env.env.episode_end import (
     TERMINATION_REASONS,
-    check_max_seconds,
     end_reason,
     final_scores,
     time_limit_around,
@@ -38,7 +27,7 @@ from heuresis_env.env.episode_end import (
 from heuresis_env.env.episode_start import instance_index, open_episode_instance, starting_state
 from heuresis_env.env.referee import PublicInstance
 from heuresis_env.env.render import draw_episode, render_text
-from heuresis_env.env.rl_view import RL_EVIDENCE_MODES, RLInterface, RLOutcome
+from heuresis_env.env.rl_view import RLInterface, RLOutcome
 from heuresis_env.env.statement import graph_task_statement, question_budget, tool_lines
 from heuresis_env.env.tasks import QuestionTask
 from heuresis_env.env.text_view import (
@@ -53,36 +42,9 @@ from heuresis_env.env.toolbox.registry import ParsedAction, describe_exception
 from heuresis_env.env.toolbox.state import EpisodeState
 from heuresis_env.env.traces import TraceRecorder, episode_header, text_digest, trace_file_name
 from heuresis_env.errors import HeuresisError, UnknownNameError
-from heuresis_env.generation.instances import TEST_SALT_ENV, Instance, InstanceKey, resolve_salt
-from heuresis_env.generation.salts import salt_digest
+from heuresis_env.generation.instances import InstanceKey
+from heuresis_env.generation.salts import SEALED_SALT_PREFIX, SealedSalt, salt_marker
 from heuresis_env.graphs import Graph
-
-#: what ``env.spec.kwargs["salt"]`` holds instead of a test salt: this prefix and the salt's
-#: SHA-256, so that a spec can be printed, saved and shared without the secret
-SEALED_SALT_PREFIX = "sealed-test-salt-scrypt:"
-
-
-def sealed_salt_marker(salt: str) -> str:
-    """The stand-in for ``salt`` in a spec (its slow keyed digest, never the salt)."""
-    return SEALED_SALT_PREFIX + str(salt_digest(salt)).rsplit("$", 1)[-1]
-
-
-def _resolve_env_salt(split: str, salt: Any) -> str | None:
-    """The salt that seals this environment: ``salt``, else ``$HEURESIS_TEST_SALT`` (test
-    split only). A spec's stand-in is resolved from ``$HEURESIS_TEST_SALT`` when the digests
-    match; the error never shows a salt."""
-    if salt is not None and not isinstance(salt, str):
-        raise HeuresisError(f"salt must be a string or None, got a {type(salt).__name__}")
-    if salt and salt.startswith(SEALED_SALT_PREFIX):
-        secret = os.environ.get(TEST_SALT_ENV) or ""
-        if not secret or sealed_salt_marker(secret) != salt:
-            raise HeuresisError(
-                "this environment's spec stands for a sealed test split; set "
-                f"${TEST_SALT_ENV} to the salt it was made with (its digest is "
-                f"{salt[len(SEALED_SALT_PREFIX):][:16]}…) or pass salt=...")
-        salt = secret
-    return resolve_salt(split, salt or None)
-
 
 # ---- the environment ----------------------------------------------------------------------------
 
@@ -195,6 +157,7 @@ class HeuresisEnv(gym.Env):
 
     | Parameter      | Type          | Default  | Description                                          |
     |----------------|---------------|----------|------------------------------------------------------|
+    | `config`       | **EpisodeConfig** | `None` | the whole configuration, instead of the keywords below (`heuresis_env.env.EpisodeConfig`; `EpisodeConfig.from_keywords(**keywords)` builds one) |
     | `family`       | **str**       | (id)     | mechanism family                                     |
     | `split`        | **str**       | `"dev"`  | `"dev"` (100 instances) or `"test"` (32)             |
     | `guided`       | **bool**      | `False`  | start from PC-KCI's output; `deletion_log` offered   |
@@ -250,7 +213,8 @@ class HeuresisEnv(gym.Env):
     @property
     def spec(self) -> EnvSpec | None:
         """The Gymnasium spec, with a test salt replaced by its stand-in
-        (:func:`sealed_salt_marker`): specs are printed, saved and passed around."""
+        (:attr:`~heuresis_env.generation.salts.SealedSalt.marker`): specs are printed, saved
+        and passed around."""
         return self.__dict__.get("_spec")
 
     @spec.setter
@@ -259,72 +223,49 @@ class HeuresisEnv(gym.Env):
         salt = kwargs.get("salt") if isinstance(kwargs, dict) else None
         if (value is not None and isinstance(kwargs, dict) and isinstance(salt, str) and salt
                 and not salt.startswith(SEALED_SALT_PREFIX)):
-            value = replace(value, kwargs={**kwargs, "salt": sealed_salt_marker(salt)})
+            value = replace(value, kwargs={**kwargs, "salt": salt_marker(salt)})
         self.__dict__["_spec"] = value
 
-    def __init__(self, family: str | None = "lg", split: str = "dev", guided: bool = False,
-                 max_steps: int = DEFAULT_MAX_STEPS,
-                 max_seconds: float | None = DEFAULT_MAX_SECONDS,
-                 target: str = "none", toolbox: str = "full", reward: str = "f1",
-                 d: int | None = None, n: int | None = None, graph_model: str | None = None,
-                 interface: str = "text", indices: Sequence[int] | None = None,
-                 render_mode: str | None = None, trace_path: str | None = None,
-                 salt: str | None = None, rl_text: bool = False, task: str = "graph",
-                 name_mode: str = "anonymous", questions: Sequence[int] | None = None,
-                 data: Any = None, names: Sequence[str] | None = None, graph: Any = None,
-                 anonymize: bool = False, standardize: bool = True,
-                 dataset_name: str = "dataset", trace_scores: bool = True,
-                 rl_evidence: str = "auto", **unknown: Any):
-        check_unknown_arguments(list(unknown), ENV_ARGUMENTS)
-        self._table: Instance | None = None
-        if data is not None or family is None:
-            family, self._table = register_table(family, data, names, graph, anonymize,
-                                                  standardize, dataset_name)
-        check_choices(family, split, target, toolbox, reward, interface, render_mode,
-                      self.metadata["render_modes"], guided, task, name_mode, questions)
-        self.task, self.name_mode = task, name_mode
-        self.family, self.split, self.guided = family, split, bool(guided)
-        self.target, self.toolbox, self.reward_mode = target, toolbox, reward
-        self.interface, self.render_mode = interface, render_mode
-        self.max_steps = self._configured_max_steps = check_int("max_steps", max_steps, 1)
-        self.max_seconds = check_max_seconds(max_seconds)
-        check_size(d, n)
-        # the family's size fills what is left out (a fixed structure's d, a table's d and n)
-        first = InstanceKey(family, split, 0, d=d, n=n, graph_model=graph_model)
-        self.d, self.n, self.graph_model = first.size
-        self.indices: tuple[int, ...] = check_indices(indices, family, split)
-        self.trace_path = None if trace_path is None else Path(trace_path)
-        #: whether a trace's end record holds the scores (a sealed MCP session's does not: its
-        #: trace folder may be within reach of the client, ``heuresis score`` scores it later)
-        self.trace_scores = bool(trace_scores)
-        self.rl_text = bool(rl_text)
-        if rl_evidence not in ("auto", *RL_EVIDENCE_MODES):
-            raise UnknownNameError("RL evidence mode", rl_evidence, ("auto", *RL_EVIDENCE_MODES))
-        self.rl_evidence = rl_evidence
-        sealed_salt = _resolve_env_salt(split, salt)
-        if sealed_salt is not None and reward == "shaped":
-            raise HeuresisError(
-                "reward='shaped' pays the change in F1 of every edit, so it reveals the true "
-                "skeleton one edit at a time; it is refused on a sealed test split. Train on "
-                "the dev split, or use reward='f1'")
-        self._salt_holder = (lambda: sealed_salt) if sealed_salt else (lambda: None)
-        self.names = tuple(f"X{i + 1}" for i in range(self.d))
-        self._offered = available_tools(toolbox, self.guided, task)
-        self._task = None if task == "graph" else QuestionTask(
-            family, split, self.d, self.n, self.graph_model, name_mode, questions,
-            self._salt_holder)
-
+    def __init__(self, family: str | EpisodeConfig | None = "lg", *,
+                 config: EpisodeConfig | None = None, render_mode: str | None = None,
+                 **keywords: Any):
+        """``HeuresisEnv(config)`` (or ``gym.make(id, config=config)``) plays an
+        :class:`EpisodeConfig`; ``HeuresisEnv(family, **keywords)`` and ``gym.make(id,
+        **keywords)`` build one from the keywords of the table above."""
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise UnknownNameError("render mode", render_mode, self.metadata["render_modes"])
+        if isinstance(family, EpisodeConfig):
+            config, family = family, family.family
+        if config is None:
+            config = EpisodeConfig.from_keywords(family, **keywords)
+        elif not isinstance(config, EpisodeConfig):
+            raise HeuresisError(f"config must be an EpisodeConfig, got a "
+                                f"{type(config).__name__}; or pass keyword arguments")
+        elif keywords or family not in (config.family, None):
+            # gym.make(id, config=...) passes the id's family: it must be the config's
+            raise HeuresisError(f"pass either a config or keyword arguments, not both (got "
+                                f"{sorted(keywords) or ['family=' + repr(family)]} beside "
+                                "the config)")
+        #: what this environment plays (frozen, checked once)
+        self.episode_config = config
+        self.render_mode = render_mode
+        self.max_steps = self._configured_max_steps = config.max_steps
+        salt: SealedSalt | str = config.salt or ""  # "": public, never $HEURESIS_TEST_SALT
+        self._salt_holder: Callable[[], SealedSalt | str] = lambda: salt
+        d, n, graph_model = config.size
+        self.names = tuple(f"X{i + 1}" for i in range(d))
+        self._offered = available_tools(config.toolbox, config.guided, config.task)
+        self._task = None if config.task == "graph" else QuestionTask(
+            config.family, config.split, d, n, graph_model, config.name_mode,
+            config.questions, self._salt_holder)
         self._rl: RLInterface | None = None
-        if interface == "rl":
-            # auto: the guided condition eager (the shipped repair policies were trained on its
-            # whole first observation, and its reset runs PC-KCI anyway), unguided lazy
-            mode = rl_evidence if rl_evidence != "auto" else (
-                "eager" if self.guided else "lazy")
-            self._rl = RLInterface(self.d, self._offered, target, self.guided, mode)
+        if config.interface == "rl":
+            self._rl = RLInterface(d, self._offered, config.target, config.guided,
+                                   config.rl_evidence_mode)
             self.action_space = self._rl.action_space
             self.observation_space = self._rl.observation_space
         else:
-            self.action_space, self.observation_space = text_view_spaces(self.d, self.max_steps)
+            self.action_space, self.observation_space = text_view_spaces(d, config.max_steps)
         self._state: EpisodeState | None = None
         self._referee: dict[str, Callable] | None = None
         self._public: PublicInstance | None = None
@@ -334,6 +275,26 @@ class HeuresisEnv(gym.Env):
         self._last_text = ""
         self._last_error = ""
         self._final_info: dict[str, Any] | None = None
+
+    # ---- the configuration, read-only ------------------------------------------------------
+    family = property(lambda self: self.episode_config.family)
+    split = property(lambda self: self.episode_config.split)
+    guided = property(lambda self: self.episode_config.guided)
+    target = property(lambda self: self.episode_config.target)
+    toolbox = property(lambda self: self.episode_config.toolbox)
+    reward_mode = property(lambda self: self.episode_config.reward)
+    interface = property(lambda self: self.episode_config.interface)
+    max_seconds = property(lambda self: self.episode_config.max_seconds)
+    d = property(lambda self: self.episode_config.d)
+    n = property(lambda self: self.episode_config.n)
+    graph_model = property(lambda self: self.episode_config.graph_model)
+    indices = property(lambda self: self.episode_config.indices)
+    trace_path = property(lambda self: self.episode_config.trace_path)
+    trace_scores = property(lambda self: self.episode_config.trace_scores)
+    rl_text = property(lambda self: self.episode_config.rl_text)
+    rl_evidence = property(lambda self: self.episode_config.rl_evidence)
+    task = property(lambda self: self.episode_config.task)
+    name_mode = property(lambda self: self.episode_config.name_mode)
 
     # ---- public read-only views -------------------------------------------------------------
     @property
@@ -437,14 +398,7 @@ class HeuresisEnv(gym.Env):
 
     def config(self) -> dict[str, Any]:
         """The keyword arguments that rebuild this environment (the salt excluded)."""
-        return {"family": self.family, "split": self.split, "guided": self.guided,
-                "max_steps": self.max_steps, "max_seconds": self.max_seconds,
-                "target": self.target, "toolbox": self.toolbox, "reward": self.reward_mode,
-                "d": self.d, "n": self.n, "graph_model": self.graph_model,
-                "interface": self.interface,
-                **({} if self._rl is None else {"rl_evidence": self.rl_evidence}),
-                **({} if self._task is None else {"task": self.task,
-                                                   "name_mode": self.name_mode})}
+        return {**self.episode_config.keywords(), "max_steps": self.max_steps}
 
     # ---- reset -------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -466,7 +420,8 @@ class HeuresisEnv(gym.Env):
                                    self.np_random)
         key = InstanceKey(self.family, self.split, index, d=self.d, n=self.n,
                           graph_model=self.graph_model)
-        public, referee = open_episode_instance(key, self._salt_holder(), self._table,
+        public, referee = open_episode_instance(key, self._salt_holder(),
+                                                self.episode_config.table,
                                                 self.reward_mode == "shaped")
         names = public.names if self._task is None else self._task.names
         state, evidence = starting_state(public, names, self.guided, self._rl is not None,
@@ -711,6 +666,4 @@ class HeuresisEnv(gym.Env):
 
 
 #: the environment's keyword arguments (any other is refused, naming these)
-ENV_ARGUMENTS: tuple[str, ...] = tuple(
-    name for name in inspect.signature(HeuresisEnv.__init__).parameters
-    if name not in ("self", "unknown"))
+ENV_ARGUMENTS: tuple[str, ...] = ("family", "config", *KEYWORDS)

@@ -16,6 +16,7 @@ from heuresis_env.env.toolbox.state import EpisodeState
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evidence import EvidenceProvider, start_graph_for_edits
 from heuresis_env.generation.instances import Instance, InstanceKey, split_size
+from heuresis_env.generation.salts import SaltArgument
 from heuresis_env.graphs import Graph
 from heuresis_env.questions import PublicQuestion
 
@@ -34,7 +35,7 @@ def instance_index(options: Mapping[str, Any], family: str, split: str,
     return int(indices[int(rng.integers(len(indices)))])
 
 
-def open_episode_instance(key: InstanceKey, salt: str | None, table: Instance | None,
+def open_episode_instance(key: InstanceKey, salt: SaltArgument, table: Instance | None,
                           shaped: bool) -> tuple[PublicInstance, dict[str, Callable]]:
     """The instance of ``key`` (a table given to the environment plays as that key) through
     the referee: its public part and the referee's closures."""

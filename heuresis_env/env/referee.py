@@ -21,6 +21,7 @@ from heuresis_env.generation.instances import (
     NoGroundTruthError,
     cached_instance,
 )
+from heuresis_env.generation.salts import SaltArgument
 from heuresis_env.graphs import Graph
 from heuresis_env.metrics import score_graph
 
@@ -92,7 +93,7 @@ def _referee_without_truth() -> dict[str, Callable]:
             "is_true_pair": unavailable, "reveal": lambda: None}
 
 
-def open_instance(key: InstanceKey, salt: str | None, instance: Instance | None = None
+def open_instance(key: InstanceKey, salt: SaltArgument, instance: Instance | None = None
                   ) -> tuple[PublicInstance, dict[str, Callable]]:
     """Generate (or reuse from this process) an instance, split into public part and referee;
     ``instance`` (a data table the environment was given) is used as it is."""

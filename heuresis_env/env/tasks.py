@@ -16,6 +16,7 @@ import numpy as np
 
 from heuresis_env.errors import HeuresisError, UnknownNameError
 from heuresis_env.generation.instances import NoSCMError, get_source
+from heuresis_env.generation.salts import SaltArgument
 from heuresis_env.questions import (
     KINDS,
     NAME_MODES,
@@ -33,7 +34,7 @@ class QuestionTask:
 
     def __init__(self, family: str, split: str, d: int, n: int, graph_model: str,
                  name_mode: str = "anonymous", questions: Sequence[int] | None = None,
-                 salt_holder: Callable[[], str | None] = lambda: None):
+                 salt_holder: Callable[[], SaltArgument] = lambda: None):
         if name_mode not in NAME_MODES:
             raise UnknownNameError("name mode", name_mode, NAME_MODES)
         if get_source(family) is not None:

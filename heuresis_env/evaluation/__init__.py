@@ -26,12 +26,13 @@ _EXPORTS = {
     "RunStore": "run_store", "config_differences": "run_store",
     "package_versions": "run_store", "build_config": "run_store", "code_version": "run_store",
     "evaluate": "runner", "evaluate_many": "runner",
+    "RUN_ARGUMENTS": "request", "RunRequest": "request",
     "FamilySummary": "summary", "RunSummary": "summary", "connect_ray": "ray_backend",
 }
 
 __all__ = [
-    "POLICY_ENTRY_POINT_GROUP", "REFERENCE_ENTRY_POINT_GROUP", "EpisodeRunner",
-    "EpisodeSettings", "EpisodeTask", "FamilySummary", "PolicyProxy", "RunDirectory", "RunSpec",
+    "POLICY_ENTRY_POINT_GROUP", "REFERENCE_ENTRY_POINT_GROUP", "RUN_ARGUMENTS", "EpisodeRunner",
+    "EpisodeSettings", "EpisodeTask", "FamilySummary", "PolicyProxy", "RunDirectory", "RunRequest", "RunSpec",
     "RunStore",
     "RunSummary", "build_config", "code_version", "config_differences", "connect_ray", "environment_kwargs",
     "episode_file_stem", "episode_id", "episode_seed", "evaluate", "evaluate_many",
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
     )
     from heuresis_env.evaluation.policy_process import PolicyProxy
     from heuresis_env.evaluation.ray_backend import connect_ray
+    from heuresis_env.evaluation.request import RUN_ARGUMENTS, RunRequest
     from heuresis_env.evaluation.run_format import (
         RunDirectory,
         episode_file_stem,

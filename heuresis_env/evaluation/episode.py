@@ -39,6 +39,7 @@ from heuresis_env.evaluation.policy_process import (
 from heuresis_env.evaluation.run_store import transcript_json
 from heuresis_env.generation.datasets import register_from_details
 from heuresis_env.generation.instances import InstanceKey, cached_instance, get_source
+from heuresis_env.generation.salts import SealedSalt
 from heuresis_env.policy import EpisodeSettings, Policy, ReferencePolicy
 from heuresis_env.registration import env_id, register_envs
 
@@ -72,7 +73,7 @@ class RunSpec:
     settings: EpisodeSettings
     d: int | None  # None: each family's own size (a structure's d, a table's d and n)
     n: int | None
-    salt: str | None = field(default=None, repr=False)
+    salt: SealedSalt | None = field(default=None, repr=False)
     task: str = "graph"
     name_mode: str = "anonymous"
     #: CSV tables the run plays (``datasets.dataset_details``), registered in every worker
@@ -255,12 +256,12 @@ class EpisodeRunner:
                                         self.policy.interface, self.spec.task,
                                         self.spec.name_mode)
             env = make_environment(task.family, {**kwargs, "trace_path": trace_dir,
-                                                 "salt": self.spec.salt})
+                                                 "salt": self.spec.salt or ""})
             base = env.unwrapped
             if isinstance(self.policy, ReferencePolicy):  # the referee's side: the truth
                 self.policy.observe_truth(cached_instance(InstanceKey(
                     task.family, task.split, task.index, d=self.spec.d, n=self.spec.n),
-                    self.spec.salt))
+                    self.spec.salt or ""))
             started = time.perf_counter()
             options = ({"index": task.index} if task.question is None
                        else {"question": task.question})

@@ -30,7 +30,7 @@ from heuresis_env.evaluation.run_format import (
     regenerate_instance,
     run_salt,
 )
-from heuresis_env.generation.salts import seal, seal_matches
+from heuresis_env.generation.salts import SealedSalt, seal, seal_matches, sealing_salt
 from heuresis_env.graphs import Graph, GraphError
 from heuresis_env.metrics import score_graph
 
@@ -52,17 +52,17 @@ def _canonical(record: Mapping[str, Any], field: str = SEAL_FIELD) -> bytes:
                       allow_nan=True).encode()
 
 
-def seal_record(record: Mapping[str, Any], salt: str) -> dict[str, Any]:
+def seal_record(record: Mapping[str, Any], salt: SealedSalt | str) -> dict[str, Any]:
     """``record`` with its seal (the record must already carry its ``config_digest``)."""
     return {**record, SEAL_FIELD: seal(salt, _canonical(record))}
 
 
-def seal_config(config: Mapping[str, Any], salt: str) -> dict[str, Any]:
+def seal_config(config: Mapping[str, Any], salt: SealedSalt | str) -> dict[str, Any]:
     """``config`` with its seal."""
     return {**config, CONFIG_SEAL_FIELD: seal(salt, _canonical(config, CONFIG_SEAL_FIELD))}
 
 
-def check_seals(run: RunDirectory, salt: str) -> None:
+def check_seals(run: RunDirectory, salt: SealedSalt | str) -> None:
     """Refuse a sealed run whose ``config.json`` or result lines are not sealed by ``salt``
     (naming the first episode that fails)."""
     if CONFIG_SEAL_FIELD not in run.config:
@@ -105,7 +105,7 @@ def _differs(recorded: Any, expected: float) -> bool:
 
 
 def rescore_run(run: RunDirectory, warn: Callable[[str], None] | None = None,
-                salt: str | None = None) -> int:
+                salt: SealedSalt | str | None = None) -> int:
     """Score each graph episode's final graph again where the truth is available and refuse
     a recorded score that differs; returns how many episodes were checked. An episode that
     cannot be checked (an unreadable final graph, an instance that does not regenerate) is
@@ -141,13 +141,14 @@ def rescore_run(run: RunDirectory, warn: Callable[[str], None] | None = None,
     return checked
 
 
-def verify_run(run: RunDirectory, salt: str | None = None,
+def verify_run(run: RunDirectory, salt: SealedSalt | str | None = None,
                warn: Callable[[str], None] | None = None) -> int:
     """Check a run before it is reported, resumed or viewed: its seals (a sealed run, with the
     salt — given, or ``$HEURESIS_TEST_SALT``) and its scores (wherever the truth is
     available). Returns the number of episodes re-scored; a sealed run whose salt is not
     available is not checked (0). ``warn``: see :func:`rescore_run`."""
     if run.config.get("salt_digest"):
+        salt = None if salt is None else sealing_salt("test", salt)
         if salt is None:
             try:
                 salt = run_salt(run)

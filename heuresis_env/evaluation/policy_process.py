@@ -68,7 +68,7 @@ from heuresis_env.evaluation.policy_launcher import (
     launcher_for,
 )
 from heuresis_env.evaluation.run_format import connection_option
-from heuresis_env.generation.salts import TEST_SALT_ENV, spec_digest
+from heuresis_env.generation.salts import TEST_SALT_ENV, SealedSalt, spec_digest
 from heuresis_env.policy import EpisodeSettings, Policy
 
 #: what a policy receives of ``reset``'s info: the task's public input, its public key (the
@@ -247,12 +247,14 @@ def option_paths(options: Mapping[str, Any]) -> list[str]:
     return found
 
 
-def policy_environment(salt: str | None, cache_directory: Path | None = None) -> dict[str, str]:
+def policy_environment(salt: SealedSalt | str | None, cache_directory: Path | None = None
+                       ) -> dict[str, str]:
     """The policy process's environment: this one without the test salt (nor any variable
     holding it), with the policy's own cache folder."""
+    secret = salt.secret if isinstance(salt, SealedSalt) else salt
     environment = {}
     for name, value in os.environ.items():
-        if name in SECRET_VARIABLES or (salt and salt in value):
+        if name in SECRET_VARIABLES or (secret and secret in value):
             continue
         environment[name] = value
     environment["HEURESIS_CACHE_DIR"] = str(cache_directory or policy_cache_directory())
@@ -307,7 +309,7 @@ class PolicyProcess:
     time, an exit, or a garbled frame raises and leaves the process dead."""
 
     def __init__(self, spec: str, options: Mapping[str, Any], *, isolation: str,
-                 hidden_paths: Sequence[str] = (), salt: str | None = None,
+                 hidden_paths: Sequence[str] = (), salt: SealedSalt | str | None = None,
                  network: bool | Sequence[str] = False):
         self.spec, self.options = spec, dict(options)
         self.isolation = isolation
@@ -535,7 +537,8 @@ class PolicyProxy(Policy):
 
     def __init__(self, spec: str, options: Mapping[str, Any] | None = None, *,
                  isolation: str = "auto", hidden_paths: Sequence[str] = (),
-                 salt: str | None = None, network: bool | Sequence[str] = False):
+                 salt: SealedSalt | str | None = None,
+                 network: bool | Sequence[str] = False):
         if isolation == "auto":
             isolation = "process" if confinement_available() else "namespaces"
         if isolation not in ISOLATION_LEVELS:

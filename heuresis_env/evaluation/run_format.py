@@ -27,13 +27,12 @@ from heuresis_env.cache import stable_hash
 from heuresis_env.errors import HeuresisError, RunFormatError
 from heuresis_env.generation.datasets import register_from_details
 from heuresis_env.generation.instances import (
-    TEST_SALT_ENV,
     Instance,
     InstanceKey,
     cached_instance,
     get_source,
 )
-from heuresis_env.generation.salts import digest_matches
+from heuresis_env.generation.salts import TEST_SALT_ENV, SealedSalt, sealing_salt
 from heuresis_env.seeding import text_seed
 
 #: version of the run directory format written here (2: result lines carry their config's
@@ -453,24 +452,24 @@ def load_run(path: str | os.PathLike) -> RunDirectory:
 
 # ---- the instances a run played ----------------------------------------------------------------
 
-def run_salt(run: RunDirectory) -> str | None:
-    """The test salt a run was generated with, from ``$HEURESIS_TEST_SALT`` (checked against
-    the digest the config records); None for an unsealed run."""
+def run_salt(run: RunDirectory) -> SealedSalt | None:
+    """The test salt a run was generated with, from ``$HEURESIS_TEST_SALT`` (checked strong
+    enough, and against the digest the config records); None for an unsealed run."""
     digest = run.config.get("salt_digest")
     if not digest:
         return None
-    salt = os.environ.get(TEST_SALT_ENV) or ""
-    if not salt:
+    salt = sealing_salt("test", os.environ.get(TEST_SALT_ENV) or "")
+    if salt is None:
         raise HeuresisError(f"{run.path} ran on a sealed test split; set ${TEST_SALT_ENV} to its "
                             "salt so the report can regenerate the instances")
-    if not digest_matches(salt, digest):
+    if not salt.matches(digest):
         raise HeuresisError(f"${TEST_SALT_ENV} is not the salt {run.path} ran with (its digest "
                             "differs from the config's salt_digest)")
     return salt
 
 
 def regenerate_instance(run: RunDirectory, instance: InstanceId, expected_sha256: str,
-                        salt: str | None = None) -> Instance:
+                        salt: SealedSalt | str | None = None) -> Instance:
     """The instance an episode ran on, regenerated from the config's key and checked against
     the recorded data hash (a sealed run: with ``salt``, else ``$HEURESIS_TEST_SALT``)."""
     for details in run.config.get("datasets") or ():  # CSV tables the run played
@@ -479,9 +478,10 @@ def regenerate_instance(run: RunDirectory, instance: InstanceId, expected_sha256
             if source is None or source.details.get("sha256") != details.get("sha256"):
                 register_from_details(details)
     key = InstanceKey.from_dict(run.instance_key(instance))
-    if salt is None or not digest_matches(salt, run.config.get("salt_digest") or ""):
+    salt = None if salt is None else sealing_salt("test", salt)
+    if salt is None or not salt.matches(run.config.get("salt_digest") or ""):
         salt = run_salt(run)
-    generated = cached_instance(key, salt=salt)
+    generated = cached_instance(key, salt=salt or "")
     if generated.sha256 != expected_sha256:
         raise HeuresisError(
             f"instance {key} regenerates with data hash {generated.sha256[:16]}…, but "

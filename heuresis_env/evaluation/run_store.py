@@ -43,7 +43,7 @@ from heuresis_env.files import (
     json_line,
     output_directory,
 )
-from heuresis_env.generation.salts import salt_digest
+from heuresis_env.generation.salts import SealedSalt, salt_digest
 from heuresis_env.version import __version__
 
 #: distributions whose versions a config records (those installed)
@@ -94,7 +94,7 @@ def code_version() -> str:
 def build_config(*, policy: str, policy_options: Mapping[str, Any], settings: Mapping[str, Any],
                  split: str, families: Sequence[str], count: int, repeats: int,
                  d: int | None, n: int | None, instance_keys: Sequence[Mapping[str, Any]],
-                 salt: str | None, datasets: Sequence[Mapping[str, Any]] = (),
+                 salt: SealedSalt | None, datasets: Sequence[Mapping[str, Any]] = (),
                  reference: bool = False, policy_isolation: str = "process") -> dict[str, Any]:
     """The config of a run, in the run directory format (``d``/``n`` None: each family's own
     size; ``datasets``: the CSV tables played, for workers and reports to read again).
@@ -195,7 +195,7 @@ class RunStore:
         self._replaced: dict[str, Any] | None = None
         self.config_digest: str | None = None
         #: a sealed run's salt: the config and every result line are sealed with it
-        self.salt: str | None = None
+        self.salt: SealedSalt | None = None
 
     # ---- locking -------------------------------------------------------------------------
     @contextmanager

@@ -28,7 +28,6 @@ from typing import Any
 
 from heuresis_env.env.core import HeuresisEnv
 from heuresis_env.errors import HeuresisError, UnknownNameError
-from heuresis_env.evaluation.endpoint_proxy import parse_endpoint
 from heuresis_env.evaluation.episode import (
     EpisodeOutcome,
     EpisodeTask,
@@ -42,18 +41,17 @@ from heuresis_env.evaluation.episode import (
 from heuresis_env.evaluation.integrity import verify_run
 from heuresis_env.evaluation.local_backend import run_local_processes
 from heuresis_env.evaluation.policies import (
-    check_policy_name,
     check_policy_options,
     registered_policies,
     registered_references,
     resolve_policy_factory,
 )
 from heuresis_env.evaluation.policy_process import (
-    ISOLATION_LEVELS,
     confinement_available,
     runner_protected,
 )
 from heuresis_env.evaluation.ray_backend import run_with_ray
+from heuresis_env.evaluation.request import RunRequest, check_int
 from heuresis_env.evaluation.run_format import (
     episode_id,
     episode_seed,
@@ -77,64 +75,10 @@ from heuresis_env.generation.instances import (
     get_source,
     split_size,
 )
-from heuresis_env.generation.salts import sealing_salt
-from heuresis_env.policy import EpisodeSettings
 from heuresis_env.progress import progress_bar
-from heuresis_env.questions import NAME_MODES, question_set
-from heuresis_env.registration import TASKS
+from heuresis_env.questions import question_set
 
 BACKENDS = ("local", "ray")
-PROMPT_LEVELS = (1, 2, 3, 4)
-
-
-def _check_settings(settings: EpisodeSettings | Mapping[str, Any]) -> EpisodeSettings:
-    if isinstance(settings, Mapping):
-        known = set(EpisodeSettings().to_dict())
-        unknown = sorted(set(settings) - known)
-        if unknown:
-            raise HeuresisError(f"unknown episode settings {unknown}; known: {sorted(known)}")
-        settings = EpisodeSettings(**settings)
-    if not isinstance(settings, EpisodeSettings):
-        raise HeuresisError(f"settings must be an EpisodeSettings, got {type(settings).__name__}")
-    if isinstance(settings.max_steps, bool) or not isinstance(settings.max_steps, int) \
-            or settings.max_steps < 1:
-        raise HeuresisError(f"max_steps must be an integer ≥ 1, got {settings.max_steps!r}")
-    if settings.max_seconds is not None and (
-            isinstance(settings.max_seconds, bool)
-            or not isinstance(settings.max_seconds, int | float) or not settings.max_seconds > 0):
-        raise HeuresisError(f"max_seconds must be a positive number, got "
-                            f"{settings.max_seconds!r}")
-    if isinstance(settings.token_budget_per_turn, bool) or not isinstance(
-            settings.token_budget_per_turn, int) or settings.token_budget_per_turn < 1:
-        raise HeuresisError(f"token_budget_per_turn must be an integer ≥ 1, got "
-                            f"{settings.token_budget_per_turn!r}")
-    if settings.prompt_level not in PROMPT_LEVELS:
-        raise HeuresisError(f"prompt_level must be one of {list(PROMPT_LEVELS)}, got "
-                            f"{settings.prompt_level!r}")
-    if settings.max_seconds is not None:
-        settings = replace(settings, max_seconds=float(settings.max_seconds))
-    return settings
-
-
-def _check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low or (
-            high is not None and value > high):
-        bound = f"in {low}..{high}" if high is not None else f"≥ {low}"
-        raise HeuresisError(f"{name} must be an integer {bound}, got {value!r}")
-    return int(value)
-
-
-def _check_policy_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Options must be JSON values: config.json records them and workers rebuild the policy."""
-    import json
-
-    options = dict(options or {})
-    try:
-        json.dumps(options, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise HeuresisError(f"policy options must be JSON values (numbers, strings, lists, "
-                            f"dicts), since config.json records them: {exc}") from None
-    return options
 
 
 def _resolve_families(families: str | Iterable[str]) -> list[str]:
@@ -177,16 +121,8 @@ def _policy_search_path(spec: str) -> str | None:
     return None
 
 
-def evaluate(policy_spec: str, families: str | Iterable[str] = "all", split: str = "dev",
-             count: int | None = None, settings: EpisodeSettings | Mapping[str, Any] | None = None,
-             repeats: int = 1, workers: int = 1, backend: str = "local",
-             out_dir: str | os.PathLike = "runs/run", policy_options: Mapping[str, Any] | None = None,
-             force: bool = False, d: int | None = None, n: int | None = None,
-             salt: str | None = None, progress: bool = True, address: str | None = None,
-             task: str = "graph", name_mode: str = "anonymous",
-             datasets: Iterable[Mapping[str, Any]] = (),
-             policy_isolation: str = "auto",
-             policy_network: bool | Sequence[str] = False) -> RunSummary:
+def evaluate(request: RunRequest | str, /, *, workers: int = 1, backend: str = "local",
+             address: str | None = None, progress: bool = True, **run: Any) -> RunSummary:
     """Run ``policy_spec`` on ``count`` instances of each family × ``repeats`` into ``out_dir``.
 
     Finished episodes already in ``out_dir`` are skipped (resume); a different config there is
@@ -214,31 +150,29 @@ def evaluate(policy_spec: str, families: str | Iterable[str] = "all", split: str
     reference that needs the truth (``heuresis.references``) runs on the referee's side and
     its run is marked as a reference.
 
-    Several runs in one job (one pool of workers for all): :func:`evaluate_many`.
+    The run is a :class:`~heuresis_env.evaluation.request.RunRequest`, or its fields as
+    keywords after the policy (``evaluate("pc-kci", families=["lg"], split="test", ...)``);
+    ``workers``, ``backend``, ``address`` and ``progress`` describe the job. Several runs in
+    one job (one pool of workers for all): :func:`evaluate_many`.
     """
-    return evaluate_many([{
-        "policy_spec": policy_spec, "families": families, "split": split, "count": count,
-        "settings": settings, "repeats": repeats, "out_dir": out_dir,
-        "policy_options": policy_options, "force": force, "d": d, "n": n, "salt": salt,
-        "task": task, "name_mode": name_mode, "datasets": datasets,
-        "policy_isolation": policy_isolation, "policy_network": policy_network}],
-        workers=workers, backend=backend,
-        address=address, progress=progress)[0]
+    if isinstance(request, RunRequest):
+        if run:
+            raise HeuresisError(f"pass either a RunRequest or the run's keyword arguments, "
+                                f"not both (got {sorted(run)} beside the request)")
+    else:
+        request = RunRequest.from_arguments({"policy_spec": request, **run})
+    return evaluate_many([request], workers=workers, backend=backend, address=address,
+                         progress=progress)[0]
 
 
-#: the arguments of :func:`evaluate` that describe one run (the others describe the job)
-RUN_ARGUMENTS = ("policy_spec", "families", "split", "count", "settings", "repeats", "out_dir",
-                 "policy_options", "force", "d", "n", "salt", "task", "name_mode", "datasets",
-                 "policy_isolation", "policy_network")
-
-
-def evaluate_many(runs: Sequence[Mapping[str, Any]], workers: int = 1, backend: str = "local",
+def evaluate_many(runs: Sequence[RunRequest | Mapping[str, Any]], workers: int = 1,
+                  backend: str = "local",
                   address: str | None = None, progress: bool = True) -> list[RunSummary]:
     """Several runs as one job on one pool of ``workers`` (processes or Ray actors), started
     once: the main job's policies share their workers instead of each starting its own.
 
-    Each run is a mapping of :func:`evaluate`'s per-run arguments (:data:`RUN_ARGUMENTS`;
-    ``policy_spec`` and ``out_dir`` required) and gets its own run directory, config, resume
+    Each run is a :class:`~heuresis_env.evaluation.request.RunRequest` or a mapping of its
+    fields (:data:`RUN_ARGUMENTS`; ``policy_spec`` and ``out_dir`` required) and gets its own run directory, config, resume
     and summary, exactly as :func:`evaluate` would give it. Every run is checked, and every
     run directory locked, before any episode starts. Each worker stays with one run's policy
     while that run has episodes left, then takes a run no other worker serves, or joins the
@@ -251,13 +185,13 @@ def evaluate_many(runs: Sequence[Mapping[str, Any]], workers: int = 1, backend: 
     started = time.perf_counter()
     if backend not in BACKENDS:
         raise UnknownNameError("backend", backend, BACKENDS)
-    workers = _check_int("workers", workers, 1)
+    workers = check_int("workers", workers, 1)
     if address is not None and backend != "ray":
         raise HeuresisError("address is for the ray backend (an existing Ray cluster); "
                             "pass backend='ray' or drop the address")
     if not runs:
         raise HeuresisError("give at least one run to evaluate")
-    prepared = [_prepare(**_run_arguments(arguments)) for arguments in runs]
+    prepared = [_prepare(RunRequest.from_arguments(arguments)) for arguments in runs]
     directories = [os.path.realpath(os.fspath(run.out_dir)) for run in prepared]
     repeated = sorted({d for d in directories if directories.count(d) > 1})
     if repeated:
@@ -301,19 +235,6 @@ def evaluate_many(runs: Sequence[Mapping[str, Any]], workers: int = 1, backend: 
     return [_summary(run, backend, workers) for run in prepared]
 
 
-def _run_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """One run's arguments, checked: known names only, with the policy and its directory."""
-    unknown = sorted(set(arguments) - set(RUN_ARGUMENTS))
-    if unknown:
-        raise HeuresisError(f"unknown run arguments {unknown}; a run takes "
-                            f"{list(RUN_ARGUMENTS)} (workers, backend, address and progress "
-                            "are the job's)")
-    missing = [name for name in ("policy_spec", "out_dir") if name not in arguments]
-    if missing:
-        raise HeuresisError(f"a run needs {' and '.join(missing)}")
-    return dict(arguments)
-
-
 @dataclass
 class _PreparedRun:
     """One run of a job, checked and laid out: its spec, episodes and run directory."""
@@ -336,80 +257,74 @@ class _PreparedRun:
     refused: str | None = None
 
 
-def _prepare(policy_spec: str, families: str | Iterable[str] = "all", split: str = "dev",
-             count: int | None = None, settings: EpisodeSettings | Mapping[str, Any] | None = None,
-             repeats: int = 1, out_dir: str | os.PathLike = "runs/run",
-             policy_options: Mapping[str, Any] | None = None, force: bool = False,
-             d: int | None = None, n: int | None = None, salt: str | None = None,
-             task: str = "graph", name_mode: str = "anonymous",
-             datasets: Iterable[Mapping[str, Any]] = (),
-             policy_isolation: str = "auto",
-             policy_network: bool | Sequence[str] = False) -> _PreparedRun:
-    """Check one run's arguments and build its spec, episodes and config (writes nothing)."""
-    if split not in SPLIT_SIZES:
-        raise UnknownNameError("split", split, SPLIT_SIZES)
+def _prepare(request: RunRequest) -> _PreparedRun:
+    """Lay out one run: its tables registered, families resolved, spec, episodes and config
+    built (writes nothing)."""
     tables = [register_dataset(t["path"], t.get("graph"), anonymize=bool(t.get("anonymize")),
                                standardize=bool(t.get("standardize", True)), name=t.get("name"))
-              for t in datasets]
+              for t in request.datasets]
+    families = request.families
     if tables and families == "all":
-        families = []
+        families = ()
     chosen = _resolve_families([*([families] if isinstance(families, str) else families),
                                 *(t.name for t in tables)])
-    size = SPLIT_SIZES[split]
-    repeats = _check_int("repeats", repeats, 1)
-    settings = _check_settings(EpisodeSettings() if settings is None else settings)
-    policy_options = _check_policy_options(policy_options)
-    if task not in TASKS:
-        raise UnknownNameError("task", task, TASKS)
-    if name_mode not in NAME_MODES:
-        raise UnknownNameError("name mode", name_mode, NAME_MODES)
-    salt = sealing_salt(split, salt)
-    _check_environment(settings, split, chosen[0], d, n, task, name_mode)
-    check_policy_name(policy_spec)
-    reference = policy_spec in registered_references()
+    split, salt = request.split, request.sealed_salt
+    _check_environment(request, chosen[0])
+    reference = request.policy_spec in registered_references()
     if reference:  # a trusted, registered reference: built here, so checked here
-        factory = resolve_policy_factory(policy_spec)
-        check_policy_options(policy_spec, factory, policy_options)
+        factory = resolve_policy_factory(request.policy_spec)
+        check_policy_options(request.policy_spec, factory, dict(request.policy_options))
         isolation = "process"
     else:  # a policy is imported, checked and built only in its own process
-        isolation = _resolve_policy_isolation(policy_isolation, out_dir, policy_spec)
+        isolation = _resolve_policy_isolation(request.policy_isolation, request.out_dir,
+                                              request.policy_spec)
     table_details = tuple(dict(t.details) for t in tables)
-    spec = RunSpec(policy=policy_spec, policy_options=policy_options, settings=settings,
-                   d=d, n=n, salt=salt, task=task, name_mode=name_mode,
+    spec = RunSpec(policy=request.policy_spec, policy_options=dict(request.policy_options),
+                   settings=request.settings, d=request.d, n=request.n, salt=salt,
+                   task=request.task, name_mode=request.name_mode,
                    datasets=table_details, reference=reference,
-                   policy_isolation=isolation,
-                   policy_network=(policy_network if isinstance(policy_network, bool) else
-                                   tuple(parse_endpoint(item) for item in policy_network)),
-                   hidden_paths=(os.path.realpath(os.fspath(out_dir)),
+                   policy_isolation=isolation, policy_network=request.policy_network,
+                   hidden_paths=(os.path.realpath(os.fspath(request.out_dir)),
                                  *(os.path.realpath(t["graph"]) for t in table_details
                                    if t.get("graph"))))
-    if task == "graph":
-        if count is None and split in STREAM_SPLITS:
-            raise HeuresisError(f"the {split} split is an unbounded stream of instances: "
-                                f"give a count")
-        count = size if count is None else _check_int("count", count, 1, size)
-        keys = [InstanceKey(family, split, index, d=d, n=n) for family in chosen
-                for index in range(min(count, split_size(family, split)))]
-        tasks = [EpisodeTask(episode_id(k.family, split, k.index, repeat), k.family, split,
-                             k.index, repeat,
-                             episode_seed(episode_id(k.family, split, k.index, repeat)))
-                 for k in sorted(keys, key=lambda k: k.index) for repeat in range(repeats)]
+    if request.task == "graph":
+        keys, tasks = _graph_tasks(request, chosen)
+        count = request.count if request.count is not None else SPLIT_SIZES[split]
         question_fields: dict[str, Any] = {}
     else:
-        tasks, keys, question_fields = _question_tasks(chosen, split, count, repeats, d, n,
-                                                       salt, name_mode)
+        tasks, keys, question_fields = _question_tasks(chosen, request)
         count = question_fields["questions"]["count"]
-    config = build_config(policy=policy_spec, policy_options=policy_options,
-                          settings=settings.to_dict(), split=split, families=chosen,
-                          count=count, repeats=repeats, d=d, n=n,
+    config = build_config(policy=request.policy_spec, policy_options=request.policy_options,
+                          settings=request.settings.to_dict(), split=split, families=chosen,
+                          count=count, repeats=request.repeats, d=request.d, n=request.n,
                           instance_keys=[k.to_dict() for k in keys], salt=salt,
                           datasets=table_details, reference=reference,
                           policy_isolation="referee" if reference else isolation)
     config.update(question_fields)
-    store = RunStore(out_dir)
+    store = RunStore(request.out_dir)
     store.salt = salt  # a sealed run: its config and result lines carry an HMAC
-    return _PreparedRun(spec=spec, store=store, out_dir=out_dir, config=config,
-                        tasks=tasks, families=chosen, split=split, task=task, force=force)
+    return _PreparedRun(spec=spec, store=store, out_dir=request.out_dir, config=config,
+                        tasks=tasks, families=chosen, split=split, task=request.task,
+                        force=request.force)
+
+
+def _graph_tasks(request: RunRequest, families: Sequence[str]
+                 ) -> tuple[list[InstanceKey], list[EpisodeTask]]:
+    """The instances of a graph run — the first ``count`` of each family's split — and its
+    episodes (every instance ``repeats`` times)."""
+    split = request.split
+    if request.count is None and split in STREAM_SPLITS:
+        raise HeuresisError(f"the {split} split is an unbounded stream of instances: "
+                            f"give a count")
+    size = SPLIT_SIZES[split]
+    count = size if request.count is None else check_int("count", request.count, 1, size)
+    keys = [InstanceKey(family, split, index, d=request.d, n=request.n) for family in families
+            for index in range(min(count, split_size(family, split)))]
+    tasks = [EpisodeTask(episode_id(k.family, split, k.index, repeat), k.family, split,
+                         k.index, repeat,
+                         episode_seed(episode_id(k.family, split, k.index, repeat)))
+             for k in sorted(keys, key=lambda k: k.index) for repeat in range(request.repeats)]
+    return keys, tasks
 
 
 def _summary(run: _PreparedRun, backend: str, workers: int) -> RunSummary:
@@ -428,16 +343,18 @@ def _summary(run: _PreparedRun, backend: str, workers: int) -> RunSummary:
                       error_reasons=error_reasons(records), notes=run_notes(records))
 
 
-def _question_tasks(families: Sequence[str], split: str, count: int | None, repeats: int,
-                    d: int | None, n: int | None, salt: str | None, name_mode: str
+def _question_tasks(families: Sequence[str], request: RunRequest
                     ) -> tuple[list[EpisodeTask], list[InstanceKey], dict[str, Any]]:
     """The episodes of a question run — the first ``count`` questions of each family's set —
     the instances they are about, and the config fields that fix the sets."""
+    split, d, n, repeats = request.split, request.d, request.n, request.repeats
+    salt, name_mode = request.sealed_salt, request.name_mode
     sizes = {family: InstanceKey(family, split, 0, d=d, n=n).size for family in families}
-    sets = {family: question_set(family, split, sizes[family][0], sizes[family][1], salt=salt)
+    sets = {family: question_set(family, split, sizes[family][0], sizes[family][1],
+                                 salt=salt or "")
             for family in families}
     size = min(len(s) for s in sets.values())
-    count = size if count is None else _check_int("count", count, 1, size)
+    count = size if request.count is None else check_int("count", request.count, 1, size)
     tasks: list[EpisodeTask] = []
     indices: dict[str, set[int]] = {family: set() for family in families}
     for question in range(count):
@@ -462,8 +379,6 @@ def _resolve_policy_isolation(requested: str, out_dir: str | os.PathLike,
     not says so, and refuses a policy that is not registered (``module:attr``: untrusted code)
     unless ``process`` is asked for by name. Confined, the process cannot see the run
     directory, so it must not be its working folder."""
-    if requested not in ("auto", *ISOLATION_LEVELS):
-        raise UnknownNameError("policy isolation", requested, ("auto", *ISOLATION_LEVELS))
     missing = confinement_available()
     if requested == "namespaces" and missing:
         raise HeuresisError(f"policy isolation 'namespaces' is not available on this machine "
@@ -494,13 +409,11 @@ def _refuse_working_folder_inside(out_dir: str | os.PathLike) -> None:
                             "--out outside the working folder (e.g. runs/NAME)")
 
 
-def _check_environment(settings: EpisodeSettings, split: str, family: str, d: int | None,
-                       n: int | None, task: str = "graph",
-                       name_mode: str = "anonymous") -> None:
+def _check_environment(request: RunRequest, family: str) -> None:
     """Build (not reset) one environment so that bad settings fail before any episode runs."""
-    env = HeuresisEnv(family=family, **environment_kwargs(settings, split, d, n, "text",
-                                                          task, name_mode))
-    env.close()
+    kwargs = environment_kwargs(request.settings, request.split, request.d, request.n, "text",
+                                request.task, request.name_mode)
+    HeuresisEnv(family=family, **kwargs, salt=request.sealed_salt or "").close()
 
 
 def _run_pending(runs: Sequence[_PreparedRun], workers: int, backend: str,

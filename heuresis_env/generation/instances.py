@@ -46,7 +46,13 @@ from heuresis_env.generation.families import (
     get_family,
     sample_scm,
 )
-from heuresis_env.generation.salts import MIN_SALT_BITS, TEST_SALT_ENV, check_salt
+from heuresis_env.generation.salts import (
+    MIN_SALT_BITS,
+    TEST_SALT_ENV,
+    SaltArgument,
+    check_salt,
+    sealing_salt,
+)
 from heuresis_env.generation.scm import GRAPH_MODELS, SCM, calibrate_scm, standardize_columns
 from heuresis_env.graphs import Graph, GraphType, cpdag_from_dag
 from heuresis_env.progress import progress_bar
@@ -262,16 +268,7 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int | np.integer) and not isinstance(value, bool)
 
 
-def resolve_salt(split: str, salt: str | None = None) -> str | None:
-    """The salt that applies to a split: ``salt`` or ``$HEURESIS_TEST_SALT`` for test, else None."""
-    if split != "test":
-        return None
-    if salt is None:
-        salt = os.environ.get(TEST_SALT_ENV) or None
-    return salt or None
-
-
-def key_seed_sequence(key: InstanceKey, salt: str | None = None) -> np.random.SeedSequence:
+def key_seed_sequence(key: InstanceKey, salt: SaltArgument = None) -> np.random.SeedSequence:
     """The instance's root seed: SHA-256 words of the key (and of the salt for a sealed test).
 
     Dev and test keys differ in ``split``, which is hashed, so their seeds differ by
@@ -281,19 +278,18 @@ def key_seed_sequence(key: InstanceKey, salt: str | None = None) -> np.random.Se
 
 
 def salted_seed_sequence(payload: Mapping[str, Any], split: str,
-                         salt: str | None = None) -> np.random.SeedSequence:
+                         salt: SaltArgument = None) -> np.random.SeedSequence:
     """A root seed for anything drawn per split (instances, question sets): SHA-256 words of
     ``payload``, and of the salt when ``split`` is a sealed test split."""
     digest = stable_hash(dict(payload))
     entropy = [int(digest[i : i + 8], 16) for i in range(0, 64, 8)]
-    salt = resolve_salt(split, salt)
-    if salt is not None:
-        salt_digest = hashlib.sha256(f"heuresis-test-salt:{salt}".encode()).hexdigest()
-        entropy += [int(salt_digest[i : i + 8], 16) for i in range(0, 64, 8)]
+    sealed = sealing_salt(split, salt)
+    if sealed is not None:
+        entropy += sealed.entropy
     return np.random.SeedSequence(entropy)
 
 
-def instance_rngs(key: InstanceKey, salt: str | None = None) -> dict[str, np.random.Generator]:
+def instance_rngs(key: InstanceKey, salt: SaltArgument = None) -> dict[str, np.random.Generator]:
     """The three independent generators of an instance: ``structure``, ``permutation``, ``data``.
 
     ``record.scm.sample(key.n, instance_rngs(key)["data"])`` reproduces ``X`` exactly.
@@ -434,7 +430,7 @@ def _frozen(array: np.ndarray) -> np.ndarray:
     return array
 
 
-def generate_instance(key: InstanceKey, salt: str | None = None) -> Instance:
+def generate_instance(key: InstanceKey, salt: SaltArgument = None) -> Instance:
     """Generate the instance of ``key`` (see the module docstring for the steps).
 
     ``salt`` seals the test split (default: ``$HEURESIS_TEST_SALT``); it is ignored for dev.
@@ -448,7 +444,8 @@ def generate_instance(key: InstanceKey, salt: str | None = None) -> Instance:
         raise HeuresisError(f"this code generates version {GENERATOR_VERSION!r} instances; the "
                             f"key asks for version {key.generator_version!r}")
     spec = get_family(key.family)
-    rngs = instance_rngs(key, salt)
+    sealed = sealing_salt(key.split, salt)
+    rngs = instance_rngs(key, sealed or "")
     d, n, graph_model = key.size
     internal = sample_scm(spec, d, rngs["structure"], graph_model=graph_model,
                           names=[f"node{i}" for i in range(d)])
@@ -459,7 +456,7 @@ def generate_instance(key: InstanceKey, salt: str | None = None) -> Instance:
     X = _frozen(standardize_columns(raw, scm.column_means, scm.column_sds))
     return Instance(key=key, X=X, names=names, sha256=data_sha256(X),
                     record=HiddenRecord.from_scm(scm, graph_model),
-                    sealed=resolve_salt(key.split, salt) is not None)
+                    sealed=sealed is not None)
 
 
 _GENERATED: MemoCache[Instance] = MemoCache(256)
@@ -485,7 +482,7 @@ def generator_fingerprint() -> str:
     return digest.hexdigest()
 
 
-def stored_instance(key: InstanceKey, salt: str | None = None) -> Instance:
+def stored_instance(key: InstanceKey, salt: SaltArgument = None) -> Instance:
     """:func:`generate_instance`, kept on disk (``<cache>/instances/<fingerprint>/<slug>``,
     the JSON + NPZ pair of :func:`save_instance`) for generated instances of public splits:
     generating one takes milliseconds (calibration and a simulation of n rows), reading it back
@@ -499,10 +496,11 @@ def stored_instance(key: InstanceKey, salt: str | None = None) -> Instance:
     a registered family, or a replaced mechanism kind, is code the fingerprint does not
     cover), and anything while ``$HEURESIS_NO_CACHE`` is set.
     """
+    sealed = sealing_salt(key.split, salt)
     if (not built_in_family(key.family)  # a data table's name is never a built-in family
-            or resolve_salt(key.split, salt) is not None
+            or sealed is not None
             or cache_disabled() or key.generator_version != GENERATOR_VERSION):
-        return generate_instance(key, salt)
+        return generate_instance(key, sealed or "")
     stem = cache_root() / INSTANCE_CACHE / generator_fingerprint()[:20] / key.slug
     try:
         instance = load_instance(stem)
@@ -511,7 +509,7 @@ def stored_instance(key: InstanceKey, salt: str | None = None) -> Instance:
     else:
         if instance.key == key and not instance.sealed:
             return instance
-    instance = generate_instance(key, salt)
+    instance = generate_instance(key, "")
     try:
         save_instance(instance, stem)
     except OSError:  # a read-only or full cache: the instance is still right, only not kept
@@ -519,15 +517,15 @@ def stored_instance(key: InstanceKey, salt: str | None = None) -> Instance:
     return instance
 
 
-def cached_instance(key: InstanceKey, salt: str | None = None) -> Instance:
+def cached_instance(key: InstanceKey, salt: SaltArgument = None) -> Instance:
     """:func:`stored_instance`, memoized in this process by the key and the salt's digest."""
-    salt = resolve_salt(key.split, salt)
-    memo = (key, None if salt is None else hashlib.sha256(salt.encode()).hexdigest())
-    return _GENERATED.get_or_compute(memo, lambda: stored_instance(key, salt))
+    sealed = sealing_salt(key.split, salt)
+    memo = (key, None if sealed is None else sealed.memo_key)
+    return _GENERATED.get_or_compute(memo, lambda: stored_instance(key, sealed or ""))
 
 
 def generate_split(family: str, split: str, count: int | None = None, d: int | None = None,
-                   n: int | None = None, salt: str | None = None, progress: bool = False,
+                   n: int | None = None, salt: SaltArgument = None, progress: bool = False,
                    graph_model: str | None = None) -> list[Instance]:
     """The first ``count`` instances of a split (default: all of ``SPLIT_SIZES[split]``; the
     ``train`` stream needs a count)."""
@@ -683,6 +681,7 @@ def split_directory(root: str | os.PathLike, family: str, split: str) -> Path:
 
 __all__: Sequence[str] = (
     "FORMAT_VERSION", "GENERATOR_VERSION", "MIN_SALT_BITS", "SPLIT_SIZES", "STREAM_SPLITS",
+    "TEST_SALT_ENV",
     "TRAIN_SPLIT_SIZE", "HiddenRecord", "Instance", "check_salt", "default_count",
     "InstanceKey", "InstanceSource", "NoGroundTruthError", "NoSCMError", "available_sources",
     "get_source", "register_source", "split_size", "generate_instance", "generate_split",

@@ -2,10 +2,15 @@
 
 A salt seals the test split (spec, section 1): with it the same code yields a test set no one
 without it can regenerate. It must be a secret of at least 128 bits — a weaker one can be
-guessed offline from anything keyed by it — so every entry point (``heuresis evaluate``, the
-MCP server, ``report``, the Inspect task, the amortized evaluation) takes it through
-:func:`sealing_salt` or :func:`check_salt`, which refuse a weak salt with a message that shows
-how to make a strong one (``heuresis salt``).
+guessed offline from anything keyed by it — so it exists past an entry point only as one
+checked value, :class:`SealedSalt`, made by :func:`sealing_salt` (``salt=...`` or
+``$HEURESIS_TEST_SALT``, the test split only): the environment, the question sets, instance
+generation, ``heuresis evaluate``, the MCP server, ``report``, the Inspect task and the
+amortized dataset all take it there, so a weak salt is refused the same way everywhere, with
+a message that shows how to make a strong one (``heuresis salt``). The value carries what is
+derived from the secret — the digest a run records, the seed entropy of sealed instances, the
+stand-in a Gymnasium spec shows, the key of in-memory caches — and never shows the secret in
+its ``repr``.
 
 A run records only :func:`salt_digest`: a *slow* keyed digest (scrypt, about 30 MiB and tens
 of milliseconds per guess) rather than a plain SHA-256, so even a guess list costs real time
@@ -20,6 +25,7 @@ import hashlib
 import hmac
 import os
 import secrets
+from dataclasses import dataclass, field
 from typing import Any
 
 from heuresis_env.cache import stable_hash
@@ -79,33 +85,122 @@ def check_salt(salt: Any) -> str:
     return salt
 
 
-def sealing_salt(split: str = "test", salt: str | None = None) -> str | None:
-    """The salt that seals ``split``: ``salt`` or ``$HEURESIS_TEST_SALT`` for test (checked
-    strong enough), None for any other split or when none is set."""
+#: what a Gymnasium spec's ``kwargs["salt"]`` holds instead of a test salt: this prefix and the
+#: hexadecimal part of the salt's slow digest, so a spec can be printed, saved and shared
+SEALED_SALT_PREFIX = "sealed-test-salt-scrypt:"
+
+
+@dataclass(frozen=True)
+class SealedSalt:
+    """A test salt, checked strong enough once, with everything derived from it.
+
+    Made by :func:`sealing_salt` (or directly from a string, which is checked); ``repr`` shows
+    its digest's first digits, never the secret. Equal salts are equal values; a value
+    pickles to its secret and is checked again when unpickled.
+    """
+
+    secret: str = field(repr=False)
+
+    def __post_init__(self) -> None:
+        check_salt(self.secret)
+
+    def __repr__(self) -> str:
+        return f"SealedSalt({self.memo_key[:8]}…)"
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        return (SealedSalt, (self.secret,))  # checked again where it is unpickled
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """The digest a run records (:func:`salt_digest`: scrypt, slow per guess)."""
+        return _scrypt_digest(self.secret)
+
+    @functools.cached_property
+    def marker(self) -> str:
+        """The stand-in a Gymnasium spec shows for the salt (:func:`salt_marker`)."""
+        return salt_marker(self)
+
+    @functools.cached_property
+    def entropy(self) -> tuple[int, ...]:
+        """The eight 32-bit words a sealed split's seeds add to their key's words."""
+        words = hashlib.sha256(f"heuresis-test-salt:{self.secret}".encode()).hexdigest()
+        return tuple(int(words[i : i + 8], 16) for i in range(0, 64, 8))
+
+    @functools.cached_property
+    def memo_key(self) -> str:
+        """A fast digest naming the salt in this process's memory caches (never written)."""
+        return hashlib.sha256(self.secret.encode()).hexdigest()
+
+    def seal(self, *parts: bytes) -> str:
+        """HMAC-SHA256 over ``parts`` keyed by the salt (:func:`seal`)."""
+        return seal(self.secret, *parts)
+
+    def seal_matches(self, recorded: Any, *parts: bytes) -> bool:
+        return seal_matches(self.secret, recorded, *parts)
+
+    def matches(self, digest: Any) -> bool:
+        """Whether ``digest`` (a run's recorded ``salt_digest``) is this salt's."""
+        return digest_matches(self.secret, digest)
+
+
+#: what an entry point takes as a salt: a checked value, a string to check, or None for
+#: ``$HEURESIS_TEST_SALT`` ("" for none: the public split)
+SaltArgument = SealedSalt | str | None
+
+
+def sealing_salt(split: str = "test", salt: SaltArgument = None) -> SealedSalt | None:
+    """The salt that seals ``split``, checked: ``salt`` or ``$HEURESIS_TEST_SALT`` for test,
+    None for any other split, when none is set, or for ``salt=""`` (explicitly public). A
+    spec's stand-in (:attr:`SealedSalt.marker`) stands for ``$HEURESIS_TEST_SALT`` when their
+    digests match. Every entry point takes the salt here; an error never shows a salt."""
+    if salt is not None and not isinstance(salt, str | SealedSalt):
+        raise HeuresisError(f"salt must be a string or None, got a {type(salt).__name__}")
     if split != "test":
         return None
+    if isinstance(salt, SealedSalt):
+        return salt
     if salt is None:
         salt = os.environ.get(TEST_SALT_ENV) or None
-    return None if not salt else check_salt(salt)
+    elif salt.startswith(SEALED_SALT_PREFIX):
+        secret = sealing_salt(split, os.environ.get(TEST_SALT_ENV) or "")
+        if secret is None or secret.marker != salt:
+            raise HeuresisError(
+                "this environment's spec stands for a sealed test split; set "
+                f"${TEST_SALT_ENV} to the salt it was made with (its digest is "
+                f"{salt[len(SEALED_SALT_PREFIX):][:16]}…) or pass salt=...")
+        return secret
+    return SealedSalt(salt) if salt else None
 
 
-@functools.lru_cache(maxsize=8)
-def salt_digest(salt: str | None) -> str | None:
+def salt_digest(salt: SealedSalt | str | None) -> str | None:
     """The digest a run records of its salt (never the salt): scrypt, keyed by a fixed
     domain string, written ``scrypt$N$r$p$<hex>``. Deterministic, so two runs with one salt
     record the same digest."""
-    if not salt:
-        return None
+    if isinstance(salt, SealedSalt):
+        return salt.digest
+    return _scrypt_digest(salt) if salt else None
+
+
+@functools.lru_cache(maxsize=8)
+def _scrypt_digest(salt: str) -> str:
     key = hashlib.scrypt(salt.encode(), salt=b"heuresis-test-salt-digest", n=SCRYPT_N,
                          r=SCRYPT_R, p=SCRYPT_P, maxmem=2**26, dklen=32)
     return f"{_DIGEST_PREFIX}${SCRYPT_N}${SCRYPT_R}${SCRYPT_P}${key.hex()}"
 
 
-def digest_matches(salt: str, digest: str) -> bool:
+def salt_marker(salt: SealedSalt | str) -> str:
+    """The stand-in a Gymnasium spec shows instead of ``salt`` (any salt given, even one a
+    public split ignores, is hidden): :data:`SEALED_SALT_PREFIX` and its digest's digits."""
+    return SEALED_SALT_PREFIX + str(salt_digest(salt)).rsplit("$", 1)[-1]
+
+
+def digest_matches(salt: SealedSalt | str, digest: Any) -> bool:
     """Whether ``digest`` (a run's recorded ``salt_digest``) is the digest of ``salt``. Runs
     written before the scrypt digest recorded a plain SHA-256; those are still read."""
     if not isinstance(digest, str):
         return False
+    if isinstance(salt, SealedSalt):
+        salt = salt.secret
     if digest.startswith(_DIGEST_PREFIX + "$"):
         expected = salt_digest(salt) or ""
     else:
@@ -119,8 +214,10 @@ def spec_digest(spec: Any) -> str:
     return stable_hash(spec)[:16]
 
 
-def seal(salt: str, *parts: bytes) -> str:
+def seal(salt: SealedSalt | str, *parts: bytes) -> str:
     """HMAC-SHA256 over ``parts`` (each length-prefixed), keyed by the salt."""
+    if isinstance(salt, SealedSalt):
+        salt = salt.secret
     key = hashlib.sha256(b"heuresis-run-seal:" + salt.encode()).digest()
     mac = hmac.new(key, digestmod=hashlib.sha256)
     for part in parts:
@@ -129,10 +226,11 @@ def seal(salt: str, *parts: bytes) -> str:
     return mac.hexdigest()
 
 
-def seal_matches(salt: str, recorded: str, *parts: bytes) -> bool:
+def seal_matches(salt: SealedSalt | str, recorded: Any, *parts: bytes) -> bool:
     return isinstance(recorded, str) and hmac.compare_digest(seal(salt, *parts), recorded)
 
 
-__all__ = ["HOW_TO_MAKE_ONE", "MIN_SALT_BITS", "TEST_SALT_ENV", "check_salt", "digest_matches",
-           "new_salt", "salt_bits", "salt_digest", "seal", "seal_matches", "sealing_salt",
+__all__ = ["HOW_TO_MAKE_ONE", "MIN_SALT_BITS", "SEALED_SALT_PREFIX", "TEST_SALT_ENV",
+           "SaltArgument", "SealedSalt", "check_salt", "digest_matches",
+           "new_salt", "salt_bits", "salt_digest", "salt_marker", "seal", "seal_matches", "sealing_salt",
            "spec_digest"]

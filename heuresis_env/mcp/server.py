@@ -139,12 +139,13 @@ class EpisodeServer:
                  seed: int = 0, salt: str | None = None):
         #: a sealed test split: no scores leave the server (not even in its trace files), and
         #: no instance is played twice
-        self.sealed = split == "test" and sealing_salt(split, salt) is not None
+        sealed = sealing_salt(split, salt)
+        self.sealed = sealed is not None
         self.env = HeuresisEnv(family=family, split=split, guided=guided, toolbox=toolbox,
                                target=target, max_steps=max_steps, max_seconds=max_seconds,
                                d=d, n=n, interface="text",
                                trace_path=None if trace_dir is None else str(trace_dir),
-                               salt=sealing_salt(split, salt), trace_scores=not self.sealed)
+                               salt=sealed or "", trace_scores=not self.sealed)
         self.played: set[int] = set()
         self._lock = threading.Lock()
         self._next_seed = int(seed)

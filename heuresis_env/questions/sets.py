@@ -19,7 +19,6 @@ policy and every process answers the same questions. Sets are cached on disk.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,9 +35,9 @@ from heuresis_env.generation.instances import (
     Instance,
     InstanceKey,
     cached_instance,
-    resolve_salt,
     salted_seed_sequence,
 )
+from heuresis_env.generation.salts import SaltArgument, SealedSalt, sealing_salt
 from heuresis_env.questions.kinds import KINDS, QuestionKind, get_kind
 from heuresis_env.questions.truth import (
     EffectTruth,
@@ -288,7 +287,7 @@ class _Drawer:
     """Draws the questions of one set from its generator (see the module docstring)."""
 
     def __init__(self, family: str, split: str, d: int, n: int, graph_model: str,
-                 salt: str | None, rng: np.random.Generator):
+                 salt: SealedSalt | None, rng: np.random.Generator):
         self.family, self.split, self.d, self.n = family, split, d, n
         self.graph_model, self.salt, self.rng = graph_model, salt, rng
         self.seen: set[tuple] = set()
@@ -296,7 +295,7 @@ class _Drawer:
     def instance(self, index: int) -> Instance:
         key = InstanceKey(self.family, self.split, index, d=self.d, n=self.n,
                           graph_model=self.graph_model)
-        return cached_instance(key, self.salt)
+        return cached_instance(key, self.salt or "")
 
     def draw(self, question_id: int, kind: QuestionKind, wanted: bool | None) -> Question:
         size = SPLIT_SIZES[self.split]
@@ -412,13 +411,13 @@ def question_set_key(family: str, split: str, d: int = 10, n: int = 600,
 
 
 def build_question_set(family: str, split: str, d: int = 10, n: int = 600,
-                       graph_model: str = "er", salt: str | None = None,
+                       graph_model: str = "er", salt: SaltArgument = None,
                        per_kind: int | None = None) -> QuestionSet:
     """Draw a question set (uncached; see the module docstring for the procedure)."""
     key = question_set_key(family, split, d, n, graph_model, per_kind)
-    salt = resolve_salt(split, salt)
+    salt = sealing_salt(split, salt)
     rng = np.random.Generator(np.random.PCG64(
-        salted_seed_sequence({**key, "purpose": "question set"}, split, salt)))
+        salted_seed_sequence({**key, "purpose": "question set"}, split, salt or "")))
     rounds = key["per_kind"]
     wanted: dict[str, list[bool]] = {}
     for kind in KINDS.values():
@@ -441,16 +440,15 @@ _SETS: MemoCache[QuestionSet] = MemoCache(64)
 
 
 def question_set(family: str, split: str, d: int = 10, n: int = 600, graph_model: str = "er",
-                 salt: str | None = None, per_kind: int | None = None) -> QuestionSet:
+                 salt: SaltArgument = None, per_kind: int | None = None) -> QuestionSet:
     """The question set of (family, split, size), memoized and cached on disk.
 
     ``salt`` (default ``$HEURESIS_TEST_SALT``) seals the test split's set as it seals its
     instances.
     """
     key = question_set_key(family, split, d, n, graph_model, per_kind)
-    salt = resolve_salt(split, salt)
-    salt_digest = None if salt is None else hashlib.sha256(salt.encode()).hexdigest()
-    cache_key = stable_hash({**key, "salt_digest": salt_digest})
+    salt = sealing_salt(split, salt)
+    cache_key = stable_hash({**key, "salt_digest": None if salt is None else salt.memo_key})
     return _SETS.get_or_compute(cache_key, lambda: ResultCache("questions").get_or_compute(
         cache_key, lambda: build_question_set(family, split, d, n, graph_model, salt,
                                               per_kind)))

@@ -19,7 +19,8 @@ import numpy as np
 from heuresis_env.errors import HeuresisError
 from heuresis_env.files import atomic_write_bytes, output_directory
 from heuresis_env.generation.families import expand_families
-from heuresis_env.generation.instances import InstanceKey, generate_instance, resolve_salt
+from heuresis_env.generation.instances import InstanceKey, generate_instance
+from heuresis_env.generation.salts import sealing_salt
 from heuresis_env.metrics import BootstrapResult
 from heuresis_env.progress import progress_bar
 from heuresis_env.reports import figures, tables
@@ -141,7 +142,7 @@ def _signal_instances(requests: Sequence[str], loaded: LoadedRuns) -> list:
     for request in requests:
         family, split, count = parse_signal_request(request)
         families = expand_families(family)
-        if split == "test" and resolve_salt("test") is None and first.config.get("salt_digest"):
+        if split == "test" and sealing_salt("test") is None and first.config.get("salt_digest"):
             raise HeuresisError("the runs used a sealed test split; set $HEURESIS_TEST_SALT "
                                 "to compute deletion signals on its instances")
         for name in families:

@@ -15,6 +15,7 @@ from heuresis_env.env.core import HeuresisEnv
 from heuresis_env.env.text_view import observation_text
 from heuresis_env.errors import HeuresisError
 from heuresis_env.generation.instances import TEST_SALT_ENV
+from heuresis_env.generation.salts import new_salt
 from heuresis_env.registration import env_id, register_envs
 from heuresis_env.trace_files import read_trace
 
@@ -191,7 +192,7 @@ def test_max_episode_steps_is_the_step_budget_and_the_end_is_scored():
 
 
 def test_the_salt_stays_out_of_the_spec_and_errors(monkeypatch):
-    secret = "a-secret-salt-9b1f"
+    secret = new_salt()
     env = gym.make(env_id("lg"), split="test", salt=secret, **SMALL)
     assert secret not in repr(env.spec) and secret not in env.spec.to_json()
     assert env.spec.kwargs["salt"].startswith(core.SEALED_SALT_PREFIX)
@@ -212,8 +213,8 @@ def test_the_salt_stays_out_of_the_spec_and_errors(monkeypatch):
 
 def test_shaped_reward_is_refused_on_a_sealed_test_split(monkeypatch):
     with pytest.raises(HeuresisError, match="shaped"):
-        HeuresisEnv(split="test", salt="s3cret", reward="shaped", **SMALL)
-    monkeypatch.setenv(TEST_SALT_ENV, "s3cret")
+        HeuresisEnv(split="test", salt=new_salt(), reward="shaped", **SMALL)
+    monkeypatch.setenv(TEST_SALT_ENV, new_salt())
     with pytest.raises(HeuresisError, match="shaped"):
         HeuresisEnv(split="test", reward="shaped", **SMALL)
     HeuresisEnv(split="dev", reward="shaped", **SMALL).close()  # dev stays trainable

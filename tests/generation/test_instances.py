@@ -92,6 +92,11 @@ def test_scm_with_the_data_stream_reproduces_x():
         assert again.tobytes() == instance.X.tobytes(), family
 
 
+#: strong test salts (random tokens, as `heuresis salt` prints them)
+SECRET = "d32aba12d757b4f6f472b17883ac65ee44ae24ef0ed5f40053a98d50c6b36e48"
+OTHER_SECRET = "2e1669e6076d77274cb48eba32d51ad6635b4d180c1622fced5a0f81811135cf"
+
+
 # ---- splits, seeds and salt -------------------------------------------------------------------------
 
 def test_dev_and_test_seeds_are_disjoint():
@@ -99,7 +104,7 @@ def test_dev_and_test_seeds_are_disjoint():
            for i in range(SPLIT_SIZES["dev"])}
     test = {tuple(key_seed_sequence(InstanceKey("lg", "test", i)).entropy)
             for i in range(SPLIT_SIZES["test"])}
-    sealed = {tuple(key_seed_sequence(InstanceKey("lg", "test", i), salt="s").entropy)
+    sealed = {tuple(key_seed_sequence(InstanceKey("lg", "test", i), salt=SECRET).entropy)
               for i in range(SPLIT_SIZES["test"])}
     assert len(dev) == 100 and len(test) == 32 and len(sealed) == 32
     assert not dev & test and not dev & sealed and not test & sealed
@@ -112,15 +117,15 @@ def test_salt_changes_test_instances_and_nothing_else(monkeypatch):
     dev = InstanceKey("mixed", "dev", 2)
     test = InstanceKey("mixed", "test", 2)
     plain_dev, plain_test = generate_instance(dev), generate_instance(test)
-    salted_dev = generate_instance(dev, salt="secret")
-    salted_test = generate_instance(test, salt="secret")
-    other_test = generate_instance(test, salt="another secret")
+    salted_dev = generate_instance(dev, salt=SECRET)
+    salted_test = generate_instance(test, salt=SECRET)
+    other_test = generate_instance(test, salt=OTHER_SECRET)
     assert salted_dev.sha256 == plain_dev.sha256 and not salted_dev.sealed
     assert salted_test.sha256 != plain_test.sha256 and salted_test.sealed
     assert other_test.sha256 != salted_test.sha256
-    assert generate_instance(test, salt="secret").sha256 == salted_test.sha256
+    assert generate_instance(test, salt=SECRET).sha256 == salted_test.sha256
     # the environment variable seals the test split the same way
-    monkeypatch.setenv("HEURESIS_TEST_SALT", "secret")
+    monkeypatch.setenv("HEURESIS_TEST_SALT", SECRET)
     assert generate_instance(test).sha256 == salted_test.sha256
     assert generate_instance(dev).sha256 == plain_dev.sha256
     assert generate_instance(test, salt="").sha256 == plain_test.sha256  # explicit: unsealed
@@ -271,7 +276,7 @@ def test_generate_split_defaults():
 # ---- the store -------------------------------------------------------------------------------------
 
 def test_save_load_round_trip(tmp_path):
-    instance = generate_instance(InstanceKey("gauntlet", "test", 4), salt="s")
+    instance = generate_instance(InstanceKey("gauntlet", "test", 4), salt=SECRET)
     stem = save_instance(instance, tmp_path / "one.npz")
     assert stem == tmp_path / "one"
     document = json.loads((tmp_path / "one.json").read_text())
@@ -483,11 +488,11 @@ def test_sealed_instances_never_reach_the_disk(own_cache):
     from heuresis_env.generation.instances import cached_instance, stored_instance
 
     key = InstanceKey("wild", "test", 2, n=100)
-    sealed = stored_instance(key, salt="secret")
-    assert sealed.sealed and sealed.sha256 == generate_instance(key, salt="secret").sha256
-    cached_instance(key, salt="secret")
+    sealed = stored_instance(key, salt=SECRET)
+    assert sealed.sealed and sealed.sha256 == generate_instance(key, salt=SECRET).sha256
+    cached_instance(key, salt=SECRET)
     dev = InstanceKey("wild", "dev", 2, n=100)
-    stored_instance(dev, salt="secret")  # the salt does not apply to dev: stored
+    stored_instance(dev, salt=SECRET)  # the salt does not apply to dev: stored
     assert _cached_files(own_cache) == [f"{dev.slug}.json", f"{dev.slug}.npz"]
 
 

@@ -30,6 +30,9 @@ from heuresis_env.questions import (
 )
 from heuresis_env.questions.sets import MIN_ABS_EFFECT
 
+#: a strong test salt (a random token, as `heuresis salt` prints it)
+SECRET = "27f4f9a7f895926166188b8625c10b2b9c95f4fc6fe6dac6fe6bd13b5187e0e8"
+
 SMALL = {"d": 6, "n": 200, "per_kind": 4}
 
 
@@ -101,10 +104,10 @@ def test_the_default_sets_have_the_documented_size():
 
 def test_the_test_split_is_sealed_by_its_salt():
     plain = build_question_set("lg", "test", **SMALL)
-    salted = build_question_set("lg", "test", salt="secret", **SMALL)
-    again = build_question_set("lg", "test", salt="secret", **SMALL)
+    salted = build_question_set("lg", "test", salt=SECRET, **SMALL)
+    again = build_question_set("lg", "test", salt=SECRET, **SMALL)
     assert plain.digest != salted.digest and salted.digest == again.digest
-    assert build_question_set("lg", "dev", salt="secret", **SMALL).digest == \
+    assert build_question_set("lg", "dev", salt=SECRET, **SMALL).digest == \
         build_question_set("lg", "dev", **SMALL).digest  # the dev split ignores salts
 
 

@@ -37,7 +37,7 @@ from agents.amortized.__main__ import main as amortized_main
 from agents.amortized.__main__ import training_subset
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evidence import guided_start
-from heuresis_env.generation import InstanceKey, generate_instance
+from heuresis_env.generation import InstanceKey, generate_instance, new_salt
 from heuresis_env.policy import EpisodeSettings, run_episode
 from heuresis_env.registration import env_id, register_envs
 
@@ -90,7 +90,7 @@ def test_shards_hold_grids_labels_and_keys(shards):
 
 
 def test_sealed_truth_is_never_written(tmp_path, monkeypatch):
-    monkeypatch.setenv("HEURESIS_TEST_SALT", "9f" * 16)
+    monkeypatch.setenv("HEURESIS_TEST_SALT", new_salt())
     with pytest.raises(HeuresisError, match="never written"):
         build_shards(["lg"], "test", range(2), tmp_path, **SMALL)
 

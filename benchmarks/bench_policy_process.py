@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from heuresis_env.evaluation.episode import EpisodeRunner, EpisodeTask, RunSpec
-from heuresis_env.evaluation.policy_launcher import LAUNCHER_VARIABLE, close_launchers
 from heuresis_env.evaluation.policy_process import PolicyProxy, confinement_available
+from heuresis_env.isolation.launcher import LAUNCHER_VARIABLE, close_launchers
 from heuresis_env.policy import EpisodeSettings, Policy
 
 

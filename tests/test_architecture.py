@@ -29,7 +29,7 @@ PACKAGES = ("heuresis_env", "agents", "baselines", "heuresis")
 
 #: the stage of each room of heuresis_env; a module may import its own stage or earlier ones
 STAGES = {
-    "foundation": 0, "generation": 1, "discovery": 2, "evidence": 3, "env": 4, "questions": 4,
+    "foundation": 0, "isolation": 0, "generation": 1, "discovery": 2, "evidence": 3, "env": 4, "questions": 4,
     "policy": 5, "evaluation": 6, "studies": 7, "reports": 8, "viewer": 9, "mcp": 9, "cli": 10,
 }
 #: top-level modules of heuresis_env and the stage they belong to
@@ -45,6 +45,7 @@ PUBLIC_MODULES = {
     "heuresis_env.cache", "heuresis_env.budgets", "heuresis_env.registration",
     "heuresis_env.files", "heuresis_env.data", "heuresis_env.trace_files", "heuresis_env.version",
     "heuresis_env.threads", "heuresis_env.progress", "heuresis_env.console",
+    "heuresis_env.isolation",
 }
 
 

@@ -13,7 +13,7 @@ unpickles what a policy sends). Rewards never cross: the ``Policy`` interface ha
 the final step's info (the scores) is never passed to a policy.
 
 Where the machine allows it (Linux, root or unprivileged user namespaces) the child is also
-*confined* (:mod:`heuresis_env.evaluation.confinement`): PID 1 of its own PID namespace with a
+*confined* (:mod:`heuresis_env.isolation.confinement`): PID 1 of its own PID namespace with a
 fresh ``/proc`` (no other process of the machine is visible, so neither the runner's memory
 nor any process environment holding the salt can be read); every mount read-only, a private
 ``/tmp``, its own cache folder (``…-policies/<policy>``) its only other writable place; a
@@ -54,21 +54,20 @@ from typing import Any
 import numpy as np
 
 from heuresis_env.cache import cache_root
-from heuresis_env.env.sandbox import linux
-from heuresis_env.env.sandbox.isolation import detect_isolation
 from heuresis_env.env.toolbox.registry import describe_object
 from heuresis_env.errors import HeuresisError
-from heuresis_env.evaluation import confinement
-from heuresis_env.evaluation.endpoint_proxy import EndpointProxy, policy_endpoints
 from heuresis_env.evaluation.policies import make_policy
-from heuresis_env.evaluation.policy_launcher import (
+from heuresis_env.evaluation.run_format import connection_option
+from heuresis_env.generation.salts import TEST_SALT_ENV, SealedSalt, spec_digest
+from heuresis_env.isolation import confinement, linux
+from heuresis_env.isolation.detection import detect_isolation
+from heuresis_env.isolation.endpoint_proxy import EndpointProxy, policy_endpoints
+from heuresis_env.isolation.launcher import (
     LaunchedProcess,
     PolicyLauncherError,
     launcher_enabled,
     launcher_for,
 )
-from heuresis_env.evaluation.run_format import connection_option
-from heuresis_env.generation.salts import TEST_SALT_ENV, SealedSalt, spec_digest
 from heuresis_env.policy import EpisodeSettings, Policy
 
 #: what a policy receives of ``reset``'s info: the task's public input, its public key (the

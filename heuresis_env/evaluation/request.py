@@ -20,11 +20,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from heuresis_env.errors import HeuresisError, UnknownNameError
-from heuresis_env.evaluation.endpoint_proxy import parse_endpoint
 from heuresis_env.evaluation.policies import check_policy_name
 from heuresis_env.evaluation.policy_process import ISOLATION_LEVELS
 from heuresis_env.generation.instances import SPLIT_SIZES
 from heuresis_env.generation.salts import SaltArgument, SealedSalt, sealing_salt
+from heuresis_env.isolation.endpoint_proxy import parse_endpoint
 from heuresis_env.policy import EpisodeSettings
 from heuresis_env.questions import NAME_MODES
 from heuresis_env.registration import TASKS

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from heuresis_env.evaluation.confinement import POLICY_UID_BASE
 from heuresis_env.evaluation.policy_process import confinement_available
 from heuresis_env.evaluation.run_format import load_run
+from heuresis_env.isolation.confinement import POLICY_UID_BASE
 
 ROOT = Path(__file__).resolve().parents[2]
 ESCAPER = "tests.adversarial.adversarial_policies:Escaper"
@@ -183,7 +183,7 @@ def test_a_policy_declared_to_need_an_endpoint_reaches_it_and_nothing_else(tmp_p
 
 def test_a_policy_declared_to_need_the_network_must_name_its_endpoint():
     from heuresis_env.errors import HeuresisError
-    from heuresis_env.evaluation.endpoint_proxy import policy_endpoints
+    from heuresis_env.isolation.endpoint_proxy import policy_endpoints
 
     with pytest.raises(HeuresisError, match="--policy-network HOST:PORT"):
         policy_endpoints(ESCAPER, {}, True)
@@ -199,7 +199,7 @@ def test_a_policy_declared_to_need_the_network_must_name_its_endpoint():
 
 def test_the_endpoint_variables_are_those_of_the_llm_backends():
     from agents.llm.connection import ENV_BASE_URL, SERVICE_VARIABLES
-    from heuresis_env.evaluation.endpoint_proxy import ENDPOINT_VARIABLES
+    from heuresis_env.isolation.endpoint_proxy import ENDPOINT_VARIABLES
 
     assert set(ENDPOINT_VARIABLES) == {ENV_BASE_URL, *(url for _, url in
                                                        SERVICE_VARIABLES.values())}

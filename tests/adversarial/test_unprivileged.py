@@ -67,7 +67,7 @@ os.execvp("runuser", ["runuser", "-u", os.environ["HEURESIS_TEST_USER"], "--", *
 
 #: denies namespaces as a container runtime's default seccomp profile does, then runs argv
 NO_NAMESPACES = ("import os, sys\n"
-                 "from heuresis_env.env.sandbox import linux\n"
+                 "from heuresis_env.isolation import linux\n"
                  "linux.check(linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1), 'no_new_privs')\n"
                  "status = linux.install_seccomp_filter(('unshare', 'setns'))\n"
                  "assert status == 'installed', status\n"

@@ -33,14 +33,14 @@ from heuresis_env.env.sandbox import (
     doctor_report,
     run_code,
 )
-from heuresis_env.env.sandbox.isolation import (
+from heuresis_env.env.sandbox.runner import UID_BASE, OutputCapture
+from heuresis_env.errors import DataError, HeuresisError, UnknownNameError
+from heuresis_env.isolation.detection import (
     own_package_directories,
     resolve_isolation,
     sandbox_mounts,
     unique_outermost,
 )
-from heuresis_env.env.sandbox.runner import UID_BASE, OutputCapture
-from heuresis_env.errors import DataError, HeuresisError, UnknownNameError
 
 NAMESPACES_MISSING = detect_isolation()["levels"]["namespaces"]
 needs_namespaces = pytest.mark.skipif(
@@ -679,7 +679,7 @@ def test_auto_refuses_a_machine_without_namespaces(monkeypatch):
     detected["levels"] = {"namespaces": ["net namespace (Operation not permitted)"],
                           "unprivileged": [], "none": []}
     detected["best"] = "unprivileged"
-    monkeypatch.setattr("heuresis_env.env.sandbox.isolation.detect_isolation", lambda: detected)
+    monkeypatch.setattr("heuresis_env.isolation.detection.detect_isolation", lambda: detected)
     with pytest.raises(IsolationUnavailableError) as caught:
         resolve_isolation("auto", allow_weak_isolation=False)
     message = str(caught.value)

@@ -23,7 +23,8 @@ import pytest
 
 import heuresis_env
 import heuresis_env.env.sandbox.runner as runner
-from heuresis_env.env.sandbox import Sandbox, SandboxLimits, detect_isolation, isolation
+from heuresis_env.env.sandbox import Sandbox, SandboxLimits, detect_isolation
+from heuresis_env.isolation import detection as isolation
 
 NAMESPACES_MISSING = detect_isolation()["levels"]["namespaces"]
 pytestmark = pytest.mark.skipif(

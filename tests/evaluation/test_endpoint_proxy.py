@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from heuresis_env.evaluation.endpoint_proxy import EndpointProxy, start_relay
+from heuresis_env.isolation.endpoint_proxy import EndpointProxy, start_relay
 
 
 class _Origin(BaseHTTPRequestHandler):

@@ -1,4 +1,4 @@
-"""Policy processes forked from a launcher (``heuresis_env.evaluation.policy_launcher``): one
+"""Policy processes forked from a launcher (``heuresis_env.isolation.launcher``): one
 scrubbed interpreter per runner that has imported the package, so a policy process starts in
 a fork instead of a fresh interpreter. What a fresh policy process had must still hold: no
 salt, its own session, fresh randomness, death with its starter, and no way for a policy to
@@ -14,11 +14,6 @@ from pathlib import Path
 import pytest
 
 from heuresis_env.errors import HeuresisError
-from heuresis_env.evaluation.policy_launcher import (
-    LAUNCHER_VARIABLE,
-    close_launchers,
-    launcher_for,
-)
 from heuresis_env.evaluation.policy_process import (
     PolicyProcessError,
     PolicyProxy,
@@ -27,6 +22,11 @@ from heuresis_env.evaluation.policy_process import (
     policy_key,
 )
 from heuresis_env.generation.instances import TEST_SALT_ENV
+from heuresis_env.isolation.launcher import (
+    LAUNCHER_VARIABLE,
+    close_launchers,
+    launcher_for,
+)
 
 PROBE = "tests.evaluation.eval_policies:ProcessProbe"
 

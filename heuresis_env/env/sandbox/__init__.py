@@ -11,15 +11,15 @@ provides.
 from __future__ import annotations
 
 from heuresis_env.env.sandbox.doctor import doctor_report
-from heuresis_env.env.sandbox.isolation import (
+from heuresis_env.env.sandbox.result import STATUSES, SandboxResult, SandboxStatus
+from heuresis_env.env.sandbox.runner import Sandbox, run_code
+from heuresis_env.isolation.detection import (
     ISOLATION_CHOICES,
     LEVELS,
     IsolationUnavailableError,
     detect_isolation,
 )
-from heuresis_env.env.sandbox.limits import MAX_CODE_BYTES, SandboxLimits
-from heuresis_env.env.sandbox.result import STATUSES, SandboxResult, SandboxStatus
-from heuresis_env.env.sandbox.runner import Sandbox, run_code
+from heuresis_env.isolation.limits import MAX_CODE_BYTES, SandboxLimits
 
 __all__ = [
     "ISOLATION_CHOICES",

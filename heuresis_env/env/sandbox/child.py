@@ -20,12 +20,12 @@ resource limits, runs it, and reports the outcome.
 Result channel (one line each, ``KIND JSON``): ``READY``, ``SETUP_ERROR`` or ``RESULT`` from
 the sandboxed process, then ``EXIT`` from the supervisor.
 
-``python child.py --probe`` prints which namespaces this user can create (JSON).
+``python -I -S heuresis_env/isolation/linux.py --probe`` prints which namespaces this user can
+create (JSON).
 """
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import platform
@@ -34,18 +34,22 @@ import sys
 import time
 
 if __package__:  # imported as part of heuresis_env (type checkers, tools)
-    from heuresis_env.env.sandbox import linux, user_code
-else:  # run as a script (python -I -S): its folder is not on sys.path, so put it there for
-    # its two siblings, then take it and their names away again, leaving the agent's code the
-    # sys.path and sys.modules it would see without them
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from heuresis_env.env.sandbox import user_code
+    from heuresis_env.isolation import linux, processes
+else:  # run as a script (python -I -S): its folder and the isolation room's are not on
+    # sys.path, so put them there for its sibling and the two standard-library-only modules of
+    # the isolation room, then take them and their names away again, leaving the agent's code
+    # the sys.path and sys.modules it would see without them
+    _HERE = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:0] = [_HERE, os.path.join(os.path.dirname(os.path.dirname(_HERE)), "isolation")]
     try:
         import linux  # type: ignore[no-redef]
+        import processes  # type: ignore[no-redef]
         import user_code  # type: ignore[no-redef]
     finally:
-        del sys.path[0]
-        sys.modules.pop("linux", None)
-        sys.modules.pop("user_code", None)
+        del sys.path[:2]
+        for _name in ("linux", "processes", "user_code"):
+            sys.modules.pop(_name, None)
 
 
 def send(fd: int, kind: str, payload: dict) -> None:
@@ -62,9 +66,6 @@ def send(fd: int, kind: str, payload: dict) -> None:
 
 
 def main(argv: list[str]) -> None:
-    if argv[1:2] == ["--probe"]:
-        print(json.dumps(probe_namespaces()))
-        return
     config_path, result_fd, scratch = argv[1], int(argv[2]), argv[3]
     with open(config_path) as f:
         config = json.load(f)
@@ -91,7 +92,7 @@ def main(argv: list[str]) -> None:
         os.close(fd)
     _, status, usage = os.wait4(child_pid, 0)
     if config["mode"] == "unprivileged":
-        kill_uid(config["uid_base"] + child_pid)
+        processes.kill_uid(config["uid_base"] + child_pid)
     report = {
         "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
         "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
@@ -119,34 +120,6 @@ def enter_namespaces(privilege: str) -> None:
         ):
             with open(path, "w") as f:
                 f.write(text)
-
-
-def kill_uid(uid: int) -> None:
-    """Kill every process left by the sandbox's uid (no PID namespace to do it for us)."""
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.setresgid(uid, uid, uid)
-            os.setresuid(uid, uid, uid)
-            os.kill(-1, signal.SIGKILL)  # every process this uid may signal, i.e. its own
-        finally:
-            os._exit(0)
-    os.waitpid(pid, 0)
-
-
-def probe_namespaces() -> dict[str, str]:
-    """Which namespaces can be created: ``"ok"`` or the error, each tried in a fresh fork."""
-    extra = 0 if os.geteuid() == 0 else linux.CLONE_NEWUSER
-    outcome = {}
-    for name, flag in linux.NAMESPACE_FLAGS.items():
-        pid = os.fork()
-        if pid == 0:
-            rc = linux.libc().unshare(flag | extra)
-            os._exit(0 if rc == 0 else (ctypes.get_errno() or 1))
-        _, status = os.waitpid(pid, 0)
-        code = os.waitstatus_to_exitcode(status)
-        outcome[name] = "ok" if code == 0 else os.strerror(code) if code > 0 else f"signal {-code}"
-    return outcome
 
 
 # ------------------------------------------------------------------------------------------

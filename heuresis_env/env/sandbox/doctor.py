@@ -11,9 +11,9 @@ import tempfile
 import time
 from importlib import metadata
 
-from heuresis_env.env.sandbox.isolation import LEVELS, IsolationUnavailableError, detect_isolation
-from heuresis_env.env.sandbox.limits import SandboxLimits, format_bytes
 from heuresis_env.env.sandbox.runner import Sandbox, cache_directory
+from heuresis_env.isolation.detection import LEVELS, IsolationUnavailableError, detect_isolation
+from heuresis_env.isolation.limits import SandboxLimits, format_bytes
 
 #: run inside the sandbox by the self-test; {port} and {hidden} are filled in
 SELF_TEST_CODE = r"""

@@ -24,20 +24,24 @@ import time
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
-from heuresis_env.env.sandbox.isolation import (
-    CHILD_PATH,
+from heuresis_env.env.sandbox.result import SandboxResult, SandboxStatus
+from heuresis_env.errors import DataError, HeuresisError
+from heuresis_env.isolation.detection import (
     MINIMAL_ENVIRONMENT,
     describe_level,
     detect_isolation,
     resolve_isolation,
     sandbox_mounts,
 )
-from heuresis_env.env.sandbox.limits import MAX_CODE_BYTES, SandboxLimits, format_bytes
-from heuresis_env.env.sandbox.result import SandboxResult, SandboxStatus
-from heuresis_env.errors import DataError, HeuresisError
+from heuresis_env.isolation.limits import MAX_CODE_BYTES, SandboxLimits, format_bytes
+from heuresis_env.isolation.processes import kill_uid, signal_process, tree_resident_bytes
+
+#: the supervisor and sandboxed process, run as a script in a fresh interpreter
+CHILD_PATH = Path(__file__).with_name("child.py")
 
 #: sandboxed processes started as root run as uid UID_BASE + (their host pid): unused, and
 #: distinct for concurrent calls, so that RLIMIT_NPROC counts only one call's processes
@@ -200,12 +204,7 @@ class _Worker:
                 pass
         if self.reaped:
             return
-        for send in (lambda: os.killpg(self.process.pid, signal.SIGKILL),
-                     lambda: os.kill(self.process.pid, signal.SIGKILL)):
-            try:
-                send()
-            except (ProcessLookupError, PermissionError):
-                pass
+        signal_process(self.process.pid, signal.SIGKILL)
 
     def wait_for_namespace(self, timeout: float = NAMESPACE_EXIT_SECONDS) -> None:
         """Wait until the sandboxed process has exited; as the init of its PID namespace it
@@ -253,7 +252,7 @@ class Sandbox:
     repr is returned as the value. Nothing persists between calls.
 
     ``isolation``: ``"auto"`` picks the strongest level available (see
-    :mod:`heuresis_env.env.sandbox.isolation`); anything weaker than ``"namespaces"`` is refused
+    :mod:`heuresis_env.isolation.detection`); anything weaker than ``"namespaces"`` is refused
     unless ``allow_weak_isolation=True``. ``preload``: modules imported before the code
     arrives (in the warm worker, off the caller's clock). ``prewarm``: keep a worker ready.
     Failures of the code or the sandbox are :class:`SandboxResult` values; only bad
@@ -476,14 +475,14 @@ class Sandbox:
                     roots = [worker.process.pid]
                     if "READY" in worker.messages:
                         roots.append(worker.messages["READY"]["host_pid"])
-                    if process_tree_resident_bytes(*roots) > limits.memory_bytes:
+                    if tree_resident_bytes(*roots) > limits.memory_bytes:
                         memory_exceeded = True
                         break
         finally:
             selector.close()
             worker.kill()
             if self.level == "unprivileged" and worker.uid is not None:
-                kill_processes_of_uid(worker.uid)
+                kill_uid(worker.uid, scan=True)  # this process has threads
             worker.reap()
             worker.wait_for_namespace()
         duration = time.monotonic() - started
@@ -642,38 +641,3 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def process_tree_resident_bytes(*root_pids: int) -> int:
-    """Resident memory of processes and all their descendants (threads' children included).
-    Rooted at the sandbox's PID 1 it covers its whole namespace: every process there descends
-    from it, orphans included."""
-    total, stack, seen = 0, list(root_pids), set()
-    while stack:
-        pid = stack.pop()
-        if pid in seen:
-            continue
-        seen.add(pid)
-        try:
-            with open(f"/proc/{pid}/statm") as f:
-                total += int(f.read().split()[1]) * PAGE_SIZE
-            for task in os.listdir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{task}/children") as f:
-                    stack.extend(int(child) for child in f.read().split())
-        except (OSError, ValueError, IndexError):
-            continue
-    return total
-
-
-def kill_processes_of_uid(uid: int) -> None:
-    """SIGKILL every process whose real uid is ``uid`` (the sandbox's own, unused uid)."""
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/status") as f:
-                for line in f:
-                    if line.startswith("Uid:"):
-                        if int(line.split()[1]) == uid:
-                            os.kill(int(entry), signal.SIGKILL)
-                        break
-        except (OSError, ValueError):
-            continue

@@ -45,12 +45,13 @@ from typing import Any
 
 import numpy as np
 
-from heuresis_env.env.sandbox import linux
+from heuresis_env.isolation import linux
+from heuresis_env.isolation.processes import signal_process
 
 #: the launcher's command: import the package (the policy process's module), then serve
 LAUNCHER_ENTRY = ("import sys\n"
                   "from heuresis_env.evaluation.policy_process import child_main\n"
-                  "from heuresis_env.evaluation.policy_launcher import serve_launches\n"
+                  "from heuresis_env.isolation.launcher import serve_launches\n"
                   "serve_launches(int(sys.argv[1]), child_main)\n")
 #: the environment variable that turns the launcher off ("0", "off", "no", "false")
 LAUNCHER_VARIABLE = "HEURESIS_POLICY_LAUNCHER"
@@ -333,11 +334,7 @@ def _end_children(children: set[int]) -> None:
                 left.discard(pid)
         time.sleep(0.01)
     for pid in left:
-        for kill in (os.killpg, os.kill):
-            try:
-                kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        signal_process(pid, signal.SIGKILL)
         try:
             os.waitpid(pid, 0)
         except ChildProcessError:

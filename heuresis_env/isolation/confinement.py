@@ -6,7 +6,7 @@ Confined, a policy process runs
 - in new PID, mount, IPC and network namespaces (and a user namespace when the runner is not
   root); the network namespace's only interface is loopback (up, so a policy may still talk to
   a server it starts itself). A policy declared to need API endpoints reaches them, and only
-  them, through the runner's :class:`~heuresis_env.evaluation.endpoint_proxy.EndpointProxy`:
+  them, through the runner's :class:`~heuresis_env.isolation.endpoint_proxy.EndpointProxy`:
   its Unix socket's folder is carried in, and a relay on the namespace's ``127.0.0.1``
   (``HTTPS_PROXY``/``HTTP_PROXY``) leads to it;
 - with every mount of the machine read-only (``mount_setattr``, recursively): the project,
@@ -42,12 +42,12 @@ import socket
 import stat
 import struct
 import sys
-import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from heuresis_env.env.sandbox import linux
-from heuresis_env.evaluation.endpoint_proxy import PROXY_VARIABLES, proxy_environment, start_relay
+from heuresis_env.isolation import linux
+from heuresis_env.isolation.endpoint_proxy import PROXY_VARIABLES, proxy_environment, start_relay
+from heuresis_env.isolation.processes import kill_descendants
 
 #: uids of confined policy processes started by root: this base plus 24 bits of the spec's hash
 POLICY_UID_BASE = 1_700_000_000
@@ -263,45 +263,6 @@ def _build_mounts(config: Mapping[str, Any], privilege: str) -> None:
 
 
 # ---- the process-tree supervisor --------------------------------------------------------------
-
-def _children(pid: int) -> list[int]:
-    found: list[int] = []
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return found
-    for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/children") as f:
-                found += [int(p) for p in f.read().split()]
-        except OSError:
-            continue
-    return found
-
-
-def kill_descendants() -> None:
-    """Kill every descendant of this process (a subreaper: orphans of the tree are its
-    children) and reap them, until none is left."""
-    me = os.getpid()
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        tree, frontier = [], _children(me)
-        while frontier:
-            pid = frontier.pop()
-            tree.append(pid)
-            frontier += _children(pid)
-        for pid in tree:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        try:
-            while os.waitpid(-1, os.WNOHANG)[0] > 0:
-                pass
-        except ChildProcessError:
-            return  # no child left: the tree is gone
-        time.sleep(0.005)
-
 
 def supervise(run_policy: Any) -> None:
     """Become a child subreaper, run ``run_policy()`` in a forked child, and on ``SIGTERM``,

@@ -1,17 +1,20 @@
 """The Linux calls a process confines itself with: namespace, mount and prctl constants,
 ``prctl`` and ``mount`` through libc, dropping capabilities, and a seccomp filter.
 
-Used by the code sandbox's supervisor and sandboxed process (:mod:`.child`, run as a script:
-standard library only, loaded before the sandbox is sealed) and by the evaluation's policy
-process, which confines itself the same way.
+Used by the code sandbox's supervisor and sandboxed process
+(``heuresis_env.env.sandbox.child``, run as a script: standard library only, loaded from this
+folder before the sandbox is sealed) and by the policy process's confinement
+(:mod:`.confinement`), which confines itself the same way.
 """
 
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import platform
 import struct
+import sys
 
 # --- Linux constants (include/uapi/linux/{sched,mount,prctl,capability,seccomp}.h) -------------
 CLONE_NEWNS = 0x00020000
@@ -263,3 +266,23 @@ def install_seccomp_filter(denied_names: tuple[str, ...] | None = None,
     if rc != 0:
         return f"prctl(PR_SET_SECCOMP) failed: {os.strerror(ctypes.get_errno())}"
     return "installed"
+
+
+def probe_namespaces() -> dict[str, str]:
+    """Which namespaces can be created: ``"ok"`` or the error, each tried in a fresh fork
+    (run in a throw-away interpreter: ``python -I -S linux.py --probe`` prints it as JSON)."""
+    extra = 0 if os.geteuid() == 0 else CLONE_NEWUSER
+    outcome = {}
+    for name, flag in NAMESPACE_FLAGS.items():
+        pid = os.fork()
+        if pid == 0:
+            rc = libc().unshare(flag | extra)
+            os._exit(0 if rc == 0 else (ctypes.get_errno() or 1))
+        _, status = os.waitpid(pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        outcome[name] = "ok" if code == 0 else os.strerror(code) if code > 0 else f"signal {-code}"
+    return outcome
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--probe"]:
+    print(json.dumps(probe_namespaces()))

@@ -1,7 +1,7 @@
 """The network of a confined policy declared to need one: its endpoints, and nothing else.
 
 A confined policy process always gets a network namespace whose only interface is loopback
-(:mod:`heuresis_env.evaluation.confinement`). When it is declared to need an API endpoint
+(:mod:`heuresis_env.isolation.confinement`). When it is declared to need an API endpoint
 (:func:`policy_endpoints`: ``--policy-network HOST:PORT``, a ``base_url`` option, or a
 registered API policy), the runner starts an :class:`EndpointProxy` for it: an HTTP proxy on a
 Unix socket, outside the namespace, that opens connections only to the declared

@@ -32,7 +32,8 @@ from heuresis_env.errors import HeuresisError, UnknownNameError
 LEVELS: tuple[str, ...] = ("namespaces", "unprivileged", "none")
 ISOLATION_CHOICES: tuple[str, ...] = ("auto", *LEVELS)
 REQUIRED_NAMESPACES: tuple[str, ...] = ("mount", "pid", "net", "ipc", "uts")
-CHILD_PATH = Path(__file__).with_name("child.py")
+#: run with ``--probe`` in a throw-away interpreter to learn which namespaces can be made
+PROBE_PATH = Path(__file__).with_name("linux.py")
 SECCOMP_ARCHITECTURES = ("x86_64", "aarch64")
 #: the environment the sandbox's interpreter starts with (it replaces it once set up)
 MINIMAL_ENVIRONMENT = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
@@ -102,7 +103,7 @@ def probe_namespaces() -> dict[str, str]:
     """Try to create each namespace in a throw-away process: ``"ok"`` or the error."""
     try:
         completed = subprocess.run(
-            [sys.executable, "-I", "-S", str(CHILD_PATH), "--probe"],
+            [sys.executable, "-I", "-S", str(PROBE_PATH), "--probe"],
             capture_output=True, text=True, timeout=60, env=MINIMAL_ENVIRONMENT,
         )
         return json.loads(completed.stdout)

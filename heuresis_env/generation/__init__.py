@@ -6,7 +6,8 @@ sampler draws an :class:`SCM` from it (:mod:`.scm`, arithmetic in :mod:`.portabl
 instance (:mod:`.instances`) is the standardized, permuted data of one SCM with its hidden
 record, fully determined by its :class:`InstanceKey`. :mod:`.structures` holds known DAGs (the
 BNLearn networks, registered as ``bnlearn-*`` families); :mod:`.datasets` turns data tables
-(the Sachs data, a user's CSV) into instances with a graph but no SCM. :mod:`.sortability`
+(the Sachs data, a user's CSV) into instances with a graph but no SCM. :mod:`.priors`
+holds the train split's options (d, n, graph model, degree, families) as seeded priors. :mod:`.sortability`
 measures the shortcuts a generator can leave (varsortability, R²-sortability).
 """
 
@@ -56,6 +57,7 @@ from heuresis_env.generation.instances import (
     split_directory,
     split_size,
 )
+from heuresis_env.generation.priors import TRAIN_PRIORS, TrainPrior, get_train_prior
 from heuresis_env.generation.salts import (
     SEALED_SALT_PREFIX,
     TEST_SALT_ENV,
@@ -100,5 +102,5 @@ __all__ = [
     "r2_sortability", "register_family", "register_mechanism_kind",
     "sample_dag", "sample_scm", "save_instance", "save_split", "split_directory",
     "varsortability",
-    "tuebingen_pairs",
+    "tuebingen_pairs", "TRAIN_PRIORS", "TrainPrior", "get_train_prior",
 ]

@@ -25,6 +25,7 @@ import functools
 import hashlib
 import io
 import json
+import math
 import os
 import re
 import zipfile
@@ -81,6 +82,9 @@ MAX_CELLS = 20_000_000
 MANIFEST_NAME = "manifest.json"
 #: default size of a family's instances (families with a fixed structure use its d)
 DEFAULT_D, DEFAULT_N = 10, 600
+#: the random graph models' default expected degree (a key's ``degree`` when None), and the
+#: largest a key may ask for
+DEFAULT_DEGREE, MAX_DEGREE = 2.0, 20.0
 #: the graph model of a key: a random model, ``fixed`` (a family's known structure) or
 #: ``data`` (a data table, whose graph — if any — was given with it)
 KEY_GRAPH_MODELS = (*GRAPH_MODELS, "fixed", "data")
@@ -182,10 +186,14 @@ def _resolve_size(family: str, d: int | None, n: int | None, graph_model: str | 
 
 @dataclass(frozen=True)
 class InstanceKey:
-    """What fixes an instance: family, split, index, generator version, d, n, graph model.
+    """What fixes an instance: family, split, index, generator version, d, n, graph model and
+    the graph's expected degree.
 
     ``d``, ``n`` and ``graph_model`` left as None take the family's: a fixed structure's d and
-    ``fixed``, a data table's d, n and ``data``, else 10, 600 and ``er``.
+    ``fixed``, a data table's d, n and ``data``, else 10, 600 and ``er``. ``degree`` (the
+    random graph model's expected degree) left as None is :data:`DEFAULT_DEGREE`; a key with
+    the default degree hashes as it did before the field existed, so every earlier instance
+    is unchanged. A fixed structure or a data table takes no degree.
     """
 
     family: str
@@ -195,6 +203,7 @@ class InstanceKey:
     d: int | None = None
     n: int | None = None
     graph_model: str | None = None
+    degree: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.family, str) or not re.fullmatch(FAMILY_NAME_PATTERN,
@@ -217,6 +226,17 @@ class InstanceKey:
                                 "choose a smaller d or n")
         if graph_model not in KEY_GRAPH_MODELS:
             raise UnknownNameError("graph model", graph_model, KEY_GRAPH_MODELS)
+        degree = self.degree
+        if degree is not None:
+            if isinstance(degree, bool) or not isinstance(degree, int | float | np.number) \
+                    or not (math.isfinite(degree) and 0 < degree <= MAX_DEGREE):
+                raise HeuresisError(f"degree must be a number in (0, {MAX_DEGREE}], got "
+                                    f"{degree!r}")
+            if graph_model not in GRAPH_MODELS:
+                raise HeuresisError(f"degree applies to a random graph model "
+                                    f"({', '.join(GRAPH_MODELS)}), not to {graph_model!r}")
+            degree = float(degree)
+            object.__setattr__(self, "degree", None if degree == DEFAULT_DEGREE else degree)
         object.__setattr__(self, "index", int(self.index))
         object.__setattr__(self, "d", int(d))
         object.__setattr__(self, "n", int(n))
@@ -229,26 +249,38 @@ class InstanceKey:
         assert self.d is not None and self.n is not None and self.graph_model is not None
         return self.d, self.n, self.graph_model
 
+    @property
+    def expected_degree(self) -> float:
+        """The random graph model's expected degree (:data:`DEFAULT_DEGREE` unless set)."""
+        return DEFAULT_DEGREE if self.degree is None else self.degree
+
     def __str__(self) -> str:
+        degree = "" if self.degree is None else f", degree {self.degree:g}"
         return (f"{self.family}/{self.split}/{self.index} (d={self.d}, n={self.n}, "
-                f"{self.graph_model}, generator v{self.generator_version})")
+                f"{self.graph_model}{degree}, generator v{self.generator_version})")
 
     @property
     def slug(self) -> str:
-        """A file-name stem, e.g. ``wild-dev-003-d10-n600-er-v1``."""
+        """A file-name stem, e.g. ``wild-dev-003-d10-n600-er-v1`` (``-deg3.5`` after the
+        graph model when the degree is not the default)."""
+        degree = "" if self.degree is None else f"-deg{self.degree:g}"
         return (f"{self.family}-{self.split}-{self.index:03d}-d{self.d}-n{self.n}-"
-                f"{self.graph_model}-v{self.generator_version}")
+                f"{self.graph_model}{degree}-v{self.generator_version}")
 
     def to_dict(self) -> dict:
-        return {"family": self.family, "split": self.split, "index": self.index,
-                "generator_version": self.generator_version, "d": self.d, "n": self.n,
-                "graph_model": self.graph_model}
+        out = {"family": self.family, "split": self.split, "index": self.index,
+               "generator_version": self.generator_version, "d": self.d, "n": self.n,
+               "graph_model": self.graph_model}
+        if self.degree is not None:  # absent at the default: earlier keys hash as before
+            out["degree"] = self.degree
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> InstanceKey:
         try:
             return cls(**{k: data[k] for k in ("family", "split", "index")},
-                       **{k: data[k] for k in ("generator_version", "d", "n", "graph_model")
+                       **{k: data[k] for k in ("generator_version", "d", "n", "graph_model",
+                                               "degree")
                           if k in data})
         except (KeyError, TypeError) as exc:
             raise HeuresisError(f"bad instance key {dict(data)!r}: {exc}") from None
@@ -448,6 +480,7 @@ def generate_instance(key: InstanceKey, salt: SaltArgument = None) -> Instance:
     rngs = instance_rngs(key, sealed or "")
     d, n, graph_model = key.size
     internal = sample_scm(spec, d, rngs["structure"], graph_model=graph_model,
+                          expected_degree=key.expected_degree,
                           names=[f"node{i}" for i in range(d)])
     order = rngs["permutation"].permutation(d)
     names = tuple(f"X{i + 1}" for i in range(d))

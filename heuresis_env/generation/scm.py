@@ -2,8 +2,8 @@
 
 Three layers, each a small part taking an explicit ``numpy.random.Generator``:
 
-- **graph models** — :func:`sample_dag` (Erdős–Rényi or Barabási–Albert over a uniformly
-  random causal order);
+- **graph models** — :func:`sample_dag` (Erdős–Rényi, Barabási–Albert, or bounded in-degree
+  over a uniformly random causal order);
 - **mechanism kinds** — the table :data:`MECHANISM_KINDS`, name → :class:`MechanismKind`
   with ``draw_params(n_parents, ranges, rng) -> dict`` (JSON-able) and
   ``apply(parents_matrix, params, noise) -> values``; the families of
@@ -58,7 +58,9 @@ NOISE_SAMPLERS: dict[str, Callable[[np.random.Generator, int], np.ndarray]] = {
 
 # ---- graph models ----------------------------------------------------------------------------
 
-GRAPH_MODELS = ("er", "ba")
+GRAPH_MODELS = ("er", "ba", "bounded")
+#: the largest in-degree of the ``bounded`` graph model (hand-built networks rarely exceed it)
+BOUNDED_MAX_PARENTS = 3
 
 
 def sample_dag(d: int, rng: np.random.Generator, model: str = "er",
@@ -75,6 +77,12 @@ def sample_dag(d: int, rng: np.random.Generator, model: str = "er",
       order is the *reverse* arrival order, so each newcomer is a cause of the nodes it joins
       and hubs are effects with many parents (v-structures), as in the scale-free graphs of
       NOTEARS. The edge count is m(d − 1) − m(m − 1)/2, i.e. d − 1 at degree 2.
+    - ``"bounded"`` (bounded in-degree, like hand-built networks such as the BNLearn ones):
+      the node at causal position k > 0 draws its number of parents from a binomial with
+      min(k, :data:`BOUNDED_MAX_PARENTS`) trials and mean min(expected_degree / 2, trials),
+      then that many parents uniformly among the k earlier nodes; no node has more than
+      :data:`BOUNDED_MAX_PARENTS` parents, and the mean edge count is close to
+      expected_degree · d / 2 when that bound does not bind.
 
     Node labels are a uniformly random permutation of the causal order.
     """
@@ -110,6 +118,15 @@ def sample_dag(d: int, rng: np.random.Generator, model: str = "er",
                 degree[target] += 1
                 # arrival index a ↦ causal position d−1−a: the newcomer is earlier, a cause
                 position_adjacency[d - 1 - arrival, d - 1 - target] = True
+    elif model == "bounded":
+        for position in range(1, d):
+            trials = min(position, BOUNDED_MAX_PARENTS)
+            probability = min(1.0, expected_degree / 2 / trials)
+            # a binomial count and a uniform subset from uniform draws and a permutation only
+            # (no libm call, so the same seed gives the same graph on every machine)
+            count = int(np.count_nonzero(rng.random(trials) < probability))
+            parents = rng.permutation(position)[:count]
+            position_adjacency[parents, position] = True
     else:
         raise UnknownNameError("graph model", model, GRAPH_MODELS)
     adjacency = np.zeros((d, d), dtype=bool)

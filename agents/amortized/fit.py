@@ -1,0 +1,249 @@
+"""Training the directed models on the stream, resumable.
+
+Every step draws a size d (with probability proportional to the instances of that size), then
+``max(1, min(max_batch, batch_cells // d²))`` instances of that size, and r =
+``config.rows`` of each one's stored rows (a fresh random subset each time: the row order is
+an augmentation); one AdamW step on the model's loss (linear warm-up, cosine decay to 10 %).
+The step's draws are seeded by (seed, step), so a resumed run draws what the interrupted one
+would have.
+
+Every ``checkpoint_every`` steps the model, the optimizer's state and the step are written to
+``out/checkpoint`` (data only: the model's ``model.json`` + ``model.npz``, the optimizer's
+moments as ``optimizer.npz``, ``state.json``), atomically, and a run started again with the
+same ``out`` resumes there. Every ``reload_every`` steps the shard folder is read again, so a
+stream still being built feeds the run as it grows. Instances whose index is a multiple of
+``holdout_every`` are never trained on: they give the held-out loss logged beside the training
+loss (``out/history.jsonl``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from agents.amortized.directed import (
+    AviciConfig,
+    AviciModel,
+    DirectedConfig,
+    DirectedModel,
+    cell_inputs,
+    load_directed,
+    row_inputs,
+    save_directed,
+)
+from agents.amortized.stream import StreamSet, load_stream, stream_shards
+from heuresis_env.errors import HeuresisError
+from heuresis_env.files import atomic_write_bytes
+
+__all__ = ["FitSettings", "fit_directed", "fit_normalisation"]
+
+
+@dataclass
+class FitSettings:
+    architecture: str = "directed"
+    steps: int = 20_000
+    batch_cells: int = 1_600
+    max_batch: int = 16
+    learning_rate: float = 5e-4
+    weight_decay: float = 1e-2
+    warmup: int = 300
+    seed: int = 0
+    threads: int = 1
+    checkpoint_every: int = 200
+    reload_every: int = 500
+    holdout_every: int = 50
+    max_d: int = 50
+
+
+def fit_normalisation(data: StreamSet, limit: int = 400) -> tuple[list[float], list[float]]:
+    """Per-channel mean and deviation of the cell inputs (off-diagonal cells) of the first
+    ``limit`` instances."""
+    sums = None
+    squares = None
+    count = 0
+    for k in range(min(len(data), limit)):
+        pairs, nodes, _, _ = data.example(k)
+        cells = cell_inputs(pairs, nodes)[0]
+        off = ~np.eye(cells.shape[0], dtype=bool)
+        flat = cells[off].astype(np.float64)
+        sums = flat.sum(axis=0) if sums is None else sums + flat.sum(axis=0)
+        squares = (flat ** 2).sum(axis=0) if squares is None else squares + (flat ** 2).sum(0)
+        count += len(flat)
+    if sums is None or squares is None:
+        raise HeuresisError("no instances to fit the normalisation on")
+    mean = sums / count
+    std = np.sqrt(np.maximum(squares / count - mean ** 2, 0.0))
+    std[std < 1e-6] = 1.0
+    return mean.tolist(), std.tolist()
+
+
+def _batch(data: StreamSet, members: np.ndarray, rows: int, rng: np.random.Generator
+           ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    cells, row_arrays, dags = [], [], []
+    for k in members:
+        pairs, nodes, stored, dag = data.example(int(k))
+        cells.append(cell_inputs(pairs, nodes)[0])
+        take = min(rows, stored.shape[0])
+        row_arrays.append(stored[rng.permutation(stored.shape[0])[:take]])
+        dags.append(dag)
+    take = min(a.shape[0] for a in row_arrays)
+    rows_in = row_inputs(np.stack([a[:take] for a in row_arrays]))
+    return (torch.from_numpy(np.stack(cells)), torch.from_numpy(rows_in),
+            torch.from_numpy(np.stack(dags).astype(np.int64)))
+
+
+def _build(settings: FitSettings, config: dict[str, Any]) -> DirectedModel | AviciModel:
+    if settings.architecture == "directed":
+        return DirectedModel(DirectedConfig(**config))
+    if settings.architecture == "avici":
+        return AviciModel(AviciConfig(**config))
+    raise HeuresisError(f"architecture must be 'directed' or 'avici', got "
+                        f"{settings.architecture!r}")
+
+
+def _save_optimizer(optimizer: torch.optim.Optimizer, path: Path) -> None:
+    import io
+
+    arrays: dict[str, np.ndarray] = {}
+    for index, state in optimizer.state_dict()["state"].items():
+        for name, value in state.items():
+            arrays[f"{index}/{name}"] = (value.detach().numpy() if torch.is_tensor(value)
+                                         else np.asarray(value))
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def _load_optimizer(optimizer: torch.optim.Optimizer, path: Path) -> None:
+    state_dict = optimizer.state_dict()
+    with np.load(path, allow_pickle=False) as archive:
+        state: dict[int, dict[str, torch.Tensor]] = {}
+        for key in archive.files:
+            index, name = key.split("/", 1)
+            state.setdefault(int(index), {})[name] = torch.from_numpy(archive[key].copy())
+    state_dict["state"] = state
+    optimizer.load_state_dict(state_dict)
+
+
+def _learning_rate(settings: FitSettings, step: int) -> float:
+    if step < settings.warmup:
+        return settings.learning_rate * (step + 1) / settings.warmup
+    progress = (step - settings.warmup) / max(settings.steps - settings.warmup, 1)
+    return settings.learning_rate * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(progress, 1))))
+
+
+def fit_directed(shards: str | Path, out: str | Path, settings: FitSettings,
+                 config: dict[str, Any] | None = None, prior: str | None = None,
+                 progress: Callable[[str], None] | None = None) -> Path:
+    """Train (or resume training) a model on the stream shards in ``shards``; returns the
+    folder of the final model (``out/model``). See the module docstring."""
+    torch.set_num_threads(settings.threads)
+    out = Path(out)
+    checkpoint = out / "checkpoint"
+    out.mkdir(parents=True, exist_ok=True)
+    paths = stream_shards(shards, prior)
+    if not paths:
+        raise HeuresisError(f"no stream shards in {shards} (build them with `python -m "
+                            f"agents.amortized stream`)")
+    data = load_stream(paths)
+    step = 0
+    if (checkpoint / "state.json").exists():
+        model, record = load_directed(checkpoint)
+        state = json.loads((checkpoint / "state.json").read_text())
+        step = int(state["step"])
+        if state["settings"]["architecture"] != settings.architecture:
+            raise HeuresisError(f"{checkpoint}: a checkpoint of another architecture")
+        if progress is not None:
+            progress(f"resuming at step {step} from {checkpoint}")
+    else:
+        fields = dict(config or {})
+        if settings.architecture == "directed":
+            fields["input_mean"], fields["input_std"] = fit_normalisation(data)
+        model = _build(settings, fields)
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate,
+                                  weight_decay=settings.weight_decay)
+    if (checkpoint / "optimizer.npz").exists() and step > 0:
+        _load_optimizer(optimizer, checkpoint / "optimizer.npz")
+    rows = int(model.config.rows)
+    history = out / "history.jsonl"
+    started = time.perf_counter()
+    losses: list[float] = []
+
+    def split(data: StreamSet) -> tuple[dict[int, np.ndarray], np.ndarray]:
+        held = (data.index % settings.holdout_every) == 0
+        usable = (~held) & (data.d <= settings.max_d)
+        buckets = {int(d): np.flatnonzero(usable & (data.d == d))
+                   for d in np.unique(data.d[usable])}
+        return buckets, np.flatnonzero(held & (data.d <= settings.max_d))
+
+    buckets, held_out = split(data)
+    while step < settings.steps:
+        if step % settings.reload_every == 0 and step > 0:
+            fresh = stream_shards(shards, prior)
+            if len(fresh) > len(paths):
+                paths, data = fresh, load_stream(fresh)
+                buckets, held_out = split(data)
+        rng = np.random.default_rng([settings.seed, step])
+        sizes = np.array(sorted(buckets))
+        weights = np.array([len(buckets[int(s)]) for s in sizes], dtype=float)
+        d = int(rng.choice(sizes, p=weights / weights.sum()))
+        size = max(1, min(settings.max_batch, settings.batch_cells // (d * d)))
+        members = rng.choice(buckets[d], size=min(size, len(buckets[d])), replace=False)
+        cells, row_in, dags = _batch(data, members, rows, rng)
+        for group in optimizer.param_groups:
+            group["lr"] = _learning_rate(settings, step)
+        loss = model.loss(model(cells, row_in), dags)
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        if isinstance(model, AviciModel):
+            model.dual_step(step)
+        losses.append(float(loss.detach()))
+        step += 1
+        if step % settings.checkpoint_every == 0 or step == settings.steps:
+            held = _held_out_loss(model, data, held_out, rows, settings.seed)
+            entry = {"step": step, "loss": float(np.mean(losses)), "held_out_loss": held,
+                     "instances": len(data), "seconds": time.perf_counter() - started,
+                     "learning_rate": _learning_rate(settings, step)}
+            if isinstance(model, AviciModel):
+                entry["dual"] = float(model.dual)
+            losses = []
+            with history.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps(entry) + "\n")
+            save_directed(model, checkpoint, {"step": step, "settings": asdict(settings)})
+            _save_optimizer(optimizer, checkpoint / "optimizer.npz")
+            atomic_write_bytes(checkpoint / "state.json", json.dumps(
+                {"step": step, "settings": asdict(settings),
+                 "shards": [p.name for p in paths]}, indent=1).encode())
+            if progress is not None:
+                progress(f"step {step}/{settings.steps}: loss {entry['loss']:.4f}, held-out "
+                         f"{held:.4f}, {len(data)} instances, {entry['seconds']:.0f} s")
+    model.eval()
+    final = save_directed(model, out / "model", {
+        "steps": settings.steps, "settings": asdict(settings),
+        "shards": [p.name for p in paths], "instances": len(data)})
+    return final
+
+
+@torch.no_grad()
+def _held_out_loss(model: DirectedModel | AviciModel, data: StreamSet, held: np.ndarray,
+                   rows: int, seed: int, limit: int = 200) -> float:
+    was_training = model.training
+    model.eval()
+    rng = np.random.default_rng([seed, 10**9])
+    values = []
+    for k in held[:limit]:
+        cells, row_in, dags = _batch(data, np.array([k]), rows, rng)
+        values.append(float(model.loss(model(cells, row_in), dags)))
+    model.train(was_training)
+    return float(np.mean(values)) if values else float("nan")

@@ -45,7 +45,7 @@ from torch import nn
 
 from agents.amortized.model import _AxialBlock
 from heuresis_env.errors import HeuresisError
-from heuresis_env.evidence.statistics import (
+from heuresis_env.evidence import (
     STATISTICS_NODE_FEATURE_NAMES,
     STATISTICS_PAIR_FEATURE_NAMES,
     STATISTICS_PAIR_FEATURES,

@@ -32,8 +32,14 @@ import torch
 
 from agents.amortized.directed import AviciModel, DirectedModel, cell_inputs, row_inputs
 from agents.amortized.evaluation import select_edges
+from heuresis_env.data import data_sha256
 from heuresis_env.errors import HeuresisError
-from heuresis_env.evidence.statistics import compute_pair_statistics, pair_statistics
+from heuresis_env.evidence import (
+    STATISTICS_NODE_FEATURE_NAMES,
+    STATISTICS_PAIR_FEATURE_NAMES,
+    compute_pair_statistics,
+    pair_statistics,
+)
 from heuresis_env.graphs import Graph, has_directed_cycle
 
 __all__ = ["Decoded", "adjacency_probabilities", "decode", "edge_probabilities"]
@@ -52,11 +58,12 @@ def edge_probabilities(model: DirectedModel | AviciModel, data: np.ndarray,
         raise HeuresisError(f"a graph needs at least 2 variables, got {d}")
     if isinstance(model, DirectedModel) and model.config.statistics:
         statistics = (pair_statistics(data, names, sha256, searches=False) if sha256
-                      else compute_pair_statistics(data, names, "", searches=False))
+                      else compute_pair_statistics(data, names, data_sha256(data),
+                                                   searches=False))
         cells = torch.from_numpy(cell_inputs(statistics.pairs, statistics.nodes))
     else:
-        cells = torch.from_numpy(cell_inputs(np.zeros((d, d, _pair_channels())),
-                                             np.zeros((d, _node_channels()))))
+        cells = torch.from_numpy(cell_inputs(np.zeros((d, d, len(STATISTICS_PAIR_FEATURE_NAMES))),
+                                             np.zeros((d, len(STATISTICS_NODE_FEATURE_NAMES)))))
     reads_rows = isinstance(model, AviciModel) or model.config.row_layers > 0
     rows = int(model.config.rows)
     rng = np.random.default_rng(seed)
@@ -68,16 +75,6 @@ def edge_probabilities(model: DirectedModel | AviciModel, data: np.ndarray,
         row_in = torch.from_numpy(row_inputs(data[chosen])) if reads_rows else None
         total += model.directed_probabilities(cells, row_in)[0]
     return total / draws
-
-
-def _pair_channels() -> int:
-    from heuresis_env.evidence.statistics import STATISTICS_PAIR_FEATURE_NAMES
-    return len(STATISTICS_PAIR_FEATURE_NAMES)
-
-
-def _node_channels() -> int:
-    from heuresis_env.evidence.statistics import STATISTICS_NODE_FEATURE_NAMES
-    return len(STATISTICS_NODE_FEATURE_NAMES)
 
 
 def adjacency_probabilities(p: np.ndarray, exclusive: bool = True) -> np.ndarray:

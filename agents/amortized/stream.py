@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from heuresis_env.errors import HeuresisError
-from heuresis_env.evidence.statistics import (
+from heuresis_env.evidence import (
     STATISTICS_NODE_FEATURE_NAMES,
     STATISTICS_PAIR_FEATURE_NAMES,
     STATISTICS_VERSION,

@@ -24,7 +24,7 @@ import numpy as np
 from agents.amortized.directed import AviciModel, DirectedModel
 from agents.amortized.inference import adjacency_probabilities, decode, edge_probabilities
 from agents.learned_repair import BCA_FILE, bca_choices
-from heuresis_env.discovery.algorithms import cached_run_algorithm
+from heuresis_env.discovery import cached_run_algorithm
 from heuresis_env.evidence import guided_start
 from heuresis_env.generation import InstanceKey, cached_instance
 from heuresis_env.graphs import Graph

@@ -3,7 +3,8 @@
 The second stage of the data flow (instance → **evidence** → environment → policy → run →
 report): the guided start (PC-KCI's output and deletion log, :mod:`.start`), the RL view's
 pair features (:mod:`.pairs`, whole or pair by pair on demand), the evidence grid (:mod:`.grid`: cheap features of every pair
-and variable, for models trained on thousands of instances), the repair table (:mod:`.repair`: per-pair features that can
+and variable, for models trained on thousands of instances), the pair statistics (:mod:`.statistics`:
+the grid's features that need no PC-KCI, at any size, for models trained on a stream), the repair table (:mod:`.repair`: per-pair features that can
 tell PC-KCI's wrong decisions from its right ones), bootstrap edge frequencies
 (:mod:`.bootstrap`), all stored once per instance by :mod:`.store` and served lazily by
 :class:`EvidenceProvider`.
@@ -55,6 +56,19 @@ from heuresis_env.evidence.start import (
     guided_start,
     start_graph_for_edits,
 )
+from heuresis_env.evidence.statistics import (
+    STATISTICS_BLOCKS,
+    STATISTICS_NODE_FEATURE_NAMES,
+    STATISTICS_NODE_FEATURES,
+    STATISTICS_PAIR_FEATURE_NAMES,
+    STATISTICS_PAIR_FEATURES,
+    STATISTICS_VERSION,
+    PairStatistics,
+    StatisticsBlock,
+    compute_pair_statistics,
+    fisherz_screen,
+    pair_statistics,
+)
 from heuresis_env.evidence.store import (
     EVIDENCE_VERSION,
     cached_evidence,
@@ -73,4 +87,8 @@ __all__ = [
     "clear_memory", "compute_guided_start", "compute_pair_evidence",
     "compute_repair_evidence", "guided_start", "pair_evidence", "pair_table", "repair_evidence",
     "start_graph_for_edits", "stored_evidence", "unordered_pairs",
+    "STATISTICS_BLOCKS", "STATISTICS_NODE_FEATURES", "STATISTICS_NODE_FEATURE_NAMES",
+    "STATISTICS_PAIR_FEATURES", "STATISTICS_PAIR_FEATURE_NAMES", "STATISTICS_VERSION",
+    "PairStatistics", "StatisticsBlock", "compute_pair_statistics", "fisherz_screen",
+    "pair_statistics",
 ]

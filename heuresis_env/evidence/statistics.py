@@ -28,9 +28,13 @@ the declarations, so a feature is added in one place.
   k² degrees of freedom) and a *partial* one given every other variable (the canonical
   correlations of the two variables' feature blocks given all other blocks, from the inverse
   of one regularised covariance); per node the nonlinear R² from all other variables.
-- **asymmetry** (ordered): the Gaussian log-likelihood gain of predicting j from i with an
-  additive ridge fit (nats per row), and −log10 p of the dependence between i and the
-  residual of that fit — an additive-noise model i → j leaves a residual independent of i.
+- **asymmetry** (ordered), on the standardized data winsorized at 5 sd (not on normal scores:
+  a rank transform of the effect breaks the additive-noise structure): the Gaussian
+  log-likelihood gain of predicting j from i (ridge on i and :data:`ASYMMETRY_FEATURES`
+  random Fourier features of it, the penalty chosen per target by generalised
+  cross-validation; nats per row), and −log10 p of the dependence between i and the residual
+  of that fit — an additive-noise model i → j leaves a residual independent of i, the
+  reverse fit does not (RESIT's reasoning, Peters et al. 2014).
 - **boss**: BOSS's output (BIC, the instance seed): adjacency and the arrow i → j; per node
   whether it ran.
 
@@ -42,6 +46,7 @@ n = 600: tens of milliseconds plus BOSS; at d = 50, n = 2,000 about a second plu
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import time
@@ -66,7 +71,7 @@ __all__ = ["PairStatistics", "STATISTICS_BLOCKS", "STATISTICS_NODE_FEATURE_NAMES
            "compute_pair_statistics", "pair_statistics"]
 
 #: bump when any computation changes (enters the cache key and the models' records)
-STATISTICS_VERSION = 1
+STATISTICS_VERSION = 2  # 2: the asymmetry block on the winsorized data, GCV fits
 #: −log10 p-values are capped here
 LOG_P_CAP = 30.0
 #: random Fourier features per variable in the kernel statistics
@@ -94,6 +99,11 @@ class _Context:
     def d(self) -> int:
         return int(self.data.shape[1])
 
+    def draws(self, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """The instance's shared random-feature draws (w, b) of ``count`` features."""
+        return self.once(f"draws{count}", lambda: (self.rng.normal(size=count),
+                                                   self.rng.uniform(0, 2 * np.pi, size=count)))
+
     def once(self, name: str, compute: Callable[[], Any]) -> Any:
         if name not in self.memo:
             self.memo[name] = compute()
@@ -106,8 +116,9 @@ class _Context:
     @property
     def features(self) -> list[np.ndarray]:
         """Each variable's whitened random Fourier features of its normal scores (n × k)."""
-        return self.once("features", lambda: [_whiten(_fourier(self.scores[:, [v]], self.rng))
-                                              for v in range(self.d)])
+        return self.once("features", lambda: [
+            _whiten(_fourier(self.scores[:, [v]], self.draws(KERNEL_FEATURES)))
+            for v in range(self.d)])
 
 
 @dataclass(frozen=True)
@@ -140,16 +151,16 @@ def _fisher_z(r: np.ndarray, n: int, size: int) -> np.ndarray:
     return np.arctanh(r) * math.sqrt(max(n - size - 3, 1))
 
 
-def _fourier(column: np.ndarray, rng: np.random.Generator, count: int = KERNEL_FEATURES
-             ) -> np.ndarray:
-    """√2 cos(w x + b), w ~ N(0, 1/h²) with h the median distance (here ~1 on normal scores)."""
+def _fourier(column: np.ndarray, draws: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """√2 cos(w x / h + b) for the shared draws (w ~ N(0, 1), b ~ U[0, 2π)) of one instance,
+    h the column's median pairwise distance (over its first 500 rows). Every variable uses
+    the same draws, so permuting the variables permutes the features with them."""
     x = column.reshape(-1, 1)
     sample = x[: min(len(x), 500), 0]
     distances = np.abs(sample[:, None] - sample[None, :])
     bandwidth = float(np.median(distances[distances > 0])) if np.any(distances > 0) else 1.0
-    weights = rng.normal(size=(1, count)) / bandwidth
-    phases = rng.uniform(0, 2 * np.pi, size=(1, count))
-    return math.sqrt(2.0) * np.cos(x @ weights + phases)
+    weights, phases = draws
+    return math.sqrt(2.0) * np.cos(x @ (weights[None, :] / bandwidth) + phases[None, :])
 
 
 def _whiten(features: np.ndarray) -> np.ndarray:
@@ -179,7 +190,7 @@ def _partial(correlation: np.ndarray) -> np.ndarray:
 def _correlations(c: _Context) -> dict[str, np.ndarray]:
     out = {}
     for prefix, values in (("", c.data), ("rank_", c.scores)):
-        correlation = c.once(f"{prefix}corr", lambda v=values: _correlation(v))
+        correlation = c.once(f"{prefix}corr", functools.partial(_correlation, values))
         absolute = np.abs(correlation)
         np.fill_diagonal(absolute, 0.0)
         out[f"abs_{prefix}r"] = absolute
@@ -203,7 +214,7 @@ def fisherz_screen(correlation: np.ndarray, n: int) -> tuple[np.ndarray, np.ndar
     r = np.clip(correlation, -1 + 1e-12, 1 - 1e-12)
     empty = _log_p_normal(_fisher_z(r, n, 0))
     if d < 3:
-        np.fill_diagonal(empty, 0.0)
+        empty = np.triu(empty, 1) + np.triu(empty, 1).T
         return empty, empty.copy(), empty.copy()
     # first[i, j, k] = r_ij·k
     rik = r[:, None, :]
@@ -229,9 +240,8 @@ def fisherz_screen(correlation: np.ndarray, n: int) -> tuple[np.ndarray, np.ndar
     smallest1 = np.clip(smallest1, 0.0, 1 - 1e-12)
     level1 = np.minimum(empty, _log_p_normal(_fisher_z(smallest1, n, 1)))
     level2 = level1 if d < 4 else np.minimum(level1, _log_p_normal(_fisher_z(smallest2, n, 2)))
-    for matrix in (empty, level1, level2):
-        np.fill_diagonal(matrix, 0.0)
-    return empty, level1, level2
+    # each pair once (the upper triangle), mirrored: exactly symmetric, diagonal 0
+    return tuple(np.triu(m, 1) + np.triu(m, 1).T for m in (empty, level1, level2))
 
 
 def _screen(c: _Context) -> dict[str, np.ndarray]:
@@ -277,7 +287,7 @@ def _kernel(c: _Context) -> dict[str, np.ndarray]:
     marginal = np.zeros((d, d))
     for i, j in itertools.combinations(range(d), 2):
         block = covariance[starts[i]:starts[i + 1], starts[j]:starts[j + 1]]
-        marginal[i, j] = marginal[j, i] = _log_p_chi2(n * float(np.sum(block ** 2)),
+        marginal[i, j] = marginal[j, i] = _log_p_chi2(np.asarray(n * np.sum(block ** 2)),
                                                       sizes[i] * sizes[j])
     # partial: the covariance of blocks i and j given all others is the inverse of the
     # precision's (i, j) sub-block; ridge-regularised so that k·d features never exceed rows
@@ -292,8 +302,8 @@ def _kernel(c: _Context) -> dict[str, np.ndarray]:
         left = _inverse_sqrt(conditional[:a, :a])
         right = _inverse_sqrt(conditional[a:, a:])
         canonical = left @ conditional[:a, a:] @ right
-        partial[i, j] = partial[j, i] = _log_p_chi2(dof_rows * float(np.sum(canonical ** 2)),
-                                                    sizes[i] * sizes[j])
+        partial[i, j] = partial[j, i] = _log_p_chi2(
+            np.asarray(dof_rows * np.sum(canonical ** 2)), sizes[i] * sizes[j])
     # nonlinear R² of each variable from every other block (the same precision)
     scores = c.scores
     r2 = np.zeros(d)
@@ -324,32 +334,64 @@ def _batched_whiten(features: np.ndarray) -> np.ndarray:
     return np.einsum("njk,jkl->njl", centred, vectors / np.sqrt(values)[:, None, :])
 
 
+#: ridge penalties tried (by generalised cross-validation, per target) in the asymmetry fits
+_PENALTIES = np.logspace(-3, 2, 11)
+#: random Fourier features of the input in the asymmetry fits (besides the input itself)
+ASYMMETRY_FEATURES = 20
+#: the asymmetry block reads the data winsorized at this many standard deviations
+_WINSOR = 5.0
+
+
+def _gcv_residuals(inputs: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """Residuals of every target column regressed on ``inputs`` by ridge, each target at its
+    own GCV-best penalty (one eigendecomposition for all targets; centred columns)."""
+    n = inputs.shape[0]
+    squared, vectors = np.linalg.eigh(inputs.T @ inputs)
+    keep = squared > 1e-10 * max(float(squared[-1]), 1e-300)
+    squared, vectors = squared[keep], vectors[:, keep]
+    projected = (vectors.T @ (inputs.T @ targets)) / np.sqrt(squared)[:, None]  # (p, m)
+    outside = np.maximum(np.sum(targets ** 2, axis=0) - np.sum(projected ** 2, axis=0), 0.0)
+    best_score = np.full(targets.shape[1], np.inf)
+    best_shrink = np.zeros((squared.size, targets.shape[1]))
+    for penalty in _PENALTIES:
+        shrink = squared / (squared + penalty)
+        residual_sum = np.sum(((1 - shrink)[:, None] * projected) ** 2, axis=0) + outside
+        score = n * residual_sum / max(n - float(shrink.sum()), 1.0) ** 2
+        better = score < best_score
+        best_score = np.where(better, score, best_score)
+        best_shrink[:, better] = shrink[:, None]
+    coefficients = vectors @ (best_shrink / np.sqrt(squared)[:, None] * projected)
+    return targets - inputs @ coefficients
+
+
 def _asymmetry(c: _Context) -> dict[str, np.ndarray]:
     d, n = c.d, c.n
-    scores = c.scores - c.scores.mean(axis=0)
-    totals = np.var(scores, axis=0, ddof=1)
+    # the standardized data, winsorized (not the normal scores: a rank transform of the
+    # effect would break the additive-noise structure this block reads)
+    values = np.clip(c.data, -_WINSOR, _WINSOR)
+    values = (values - values.mean(axis=0)) / np.maximum(values.std(axis=0), 1e-12)
+    totals = np.var(values, axis=0, ddof=1)
     gain = np.zeros((d, d))
     dependence = np.zeros((d, d))
-    # one random-feature map for every standardized residual (bandwidth 1: a residual is
-    # standardized, so the median heuristic is close to 1 everywhere)
-    weights = c.rng.normal(size=KERNEL_FEATURES)
-    phases = c.rng.uniform(0, 2 * np.pi, size=KERNEL_FEATURES)
+    # one unit-bandwidth random-feature map for every standardized input and residual
+    weights, phases = c.draws(KERNEL_FEATURES)
+
+    def mapped(columns: np.ndarray) -> np.ndarray:
+        return _batched_whiten(math.sqrt(2.0) * np.cos(columns[:, :, None] * weights + phases))
+
+    inputs_mapped = mapped(values)  # (n, d, k)
     for i in range(d):
-        inputs = np.column_stack([scores[:, i], c.features[i]])
-        inputs = inputs - inputs.mean(axis=0)
-        gram = inputs.T @ inputs
-        coefficients = np.linalg.solve(gram + 1e-2 * n * np.eye(gram.shape[0]),
-                                       inputs.T @ scores)
-        residuals = scores - inputs @ coefficients  # (n, d): every target regressed on i
+        design = np.column_stack([values[:, i], _fourier(values[:, [i]],
+                                                         c.draws(ASYMMETRY_FEATURES))])
+        design = design - design.mean(axis=0)
+        residuals = _gcv_residuals(design, values)  # (n, d): every target fitted on i
         variances = np.maximum(np.var(residuals, axis=0, ddof=1), 1e-12)
         gain[i] = 0.5 * np.log(totals / variances)
-        standardized = residuals / np.sqrt(variances)
-        mapped = _batched_whiten(math.sqrt(2.0) * np.cos(
-            standardized[:, :, None] * weights + phases))  # (n, d, k)
-        own = c.features[i]
-        cross = np.einsum("nk,njl->jkl", own, mapped) / max(n - 1, 1)
+        own = inputs_mapped[:, i, :]
+        cross = np.einsum("nk,njl->jkl", own, mapped(residuals / np.sqrt(variances))
+                          ) / max(n - 1, 1)
         dependence[i] = _log_p_chi2(n * np.sum(cross ** 2, axis=(1, 2)),
-                                    own.shape[1] * mapped.shape[2])
+                                    own.shape[1] * KERNEL_FEATURES)
     np.fill_diagonal(gain, 0.0)
     np.fill_diagonal(dependence, 0.0)
     return {"gain_alone": gain, "anm_residual_logp": dependence}
@@ -494,7 +536,10 @@ def compute_pair_statistics(data: np.ndarray, names: Sequence[str], sha256: str,
                 raise HeuresisError(f"statistics block {block.name!r} returned "
                                     f"{sorted(values)}, declared {sorted(declared)}")
             for feature in block.pair:
-                pairs[:, :, pair_index[feature.name]] = values[feature.name]
+                matrix = np.asarray(values[feature.name], dtype=np.float64)
+                if feature.symmetric:  # exactly symmetric: the upper triangle, mirrored
+                    matrix = np.triu(matrix, 1) + np.triu(matrix, 1).T
+                pairs[:, :, pair_index[feature.name]] = matrix
             for feature in block.node:
                 nodes[:, node_index[feature.name]] = values[feature.name]
             seconds[block.name] = time.process_time() - started

@@ -101,9 +101,9 @@ class TrainPrior:
         d = _log_uniform(self.d, float(rng.random()))
         n = _log_uniform(self.n, float(rng.random()))
         model = self.graph_models[int(rng.integers(len(self.graph_models)))]
-        degree = self.degree[0] + float(rng.random()) * (self.degree[1] - self.degree[0])
+        drawn = self.degree[0] + float(rng.random()) * (self.degree[1] - self.degree[0])
         # two decimals: a readable key and file name, and no float-printing ambiguity
-        degree = min(round(degree, 2), float(d - 1))
+        degree = min(round(drawn, 2), float(d - 1))
         return InstanceKey(family, "train", int(index), d=d, n=n, graph_model=model,
                            degree=degree)
 

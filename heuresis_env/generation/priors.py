@@ -68,12 +68,12 @@ class TrainPrior:
         for model in self.graph_models:
             if model not in GRAPH_MODELS:
                 raise UnknownNameError("graph model", model, GRAPH_MODELS)
-        for what, (low, high), floor in (("d", self.d, 2), ("n", self.n, 10)):
-            if not (isinstance(low, int) and isinstance(high, int) and floor <= low <= high):
+        for what, bounds, floor in (("d", self.d, 2), ("n", self.n, 10)):
+            if not (all(isinstance(v, int) for v in bounds) and floor <= bounds[0] <= bounds[1]):
                 raise HeuresisError(f"train prior {self.name!r}: {what} must be integers "
-                                    f"{floor} <= low <= high, got {(low, high)!r}")
-        low, high = self.degree
-        if not (math.isfinite(low) and math.isfinite(high) and 0 < low <= high):
+                                    f"{floor} <= low <= high, got {bounds!r}")
+        lowest, highest = self.degree
+        if not (math.isfinite(lowest) and math.isfinite(highest) and 0 < lowest <= highest):
             raise HeuresisError(f"train prior {self.name!r}: degree must satisfy "
                                 f"0 < low <= high, got {self.degree!r}")
 

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from heuresis_env.data import data_sha256
 from heuresis_env.discovery.citests import make_ci_test
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evidence import (
@@ -18,7 +19,6 @@ from heuresis_env.evidence import (
     fisherz_screen,
     pair_statistics,
 )
-from heuresis_env.data import data_sha256
 from heuresis_env.generation import InstanceKey, generate_instance
 
 

@@ -34,13 +34,19 @@ demo: install bytecode
 browser:
 	@sh scripts/install_chromium.sh "$(CHROMIUM)"
 
-# Lint, type check, then the whole test suite, slow end-to-end tests included (they run on
-# small settings).
+# The suite runs in TEST_WORKERS processes (pytest-xdist; 2 by default, as CI's 2 cores; each
+# worker has its own cache folder and temporary folders; tests that need one machine-wide
+# resource, such as a Ray cluster, share an xdist group and so one worker).
+TEST_WORKERS ?= 2
+PYTEST = $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+
+# Lint, type check, then the whole test suite, slow end-to-end tests and browser tests included
+# (they run on small settings).
 test: lint typecheck browser bytecode
-	$(BIN)/python -m pytest -q
+	$(PYTEST)
 
 test-fast: lint typecheck browser bytecode
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(PYTEST) -m "not slow"
 
 # The adversarial suite and the sandbox's tests as a normal user (issue 30). Run as root: a
 # user is created when missing (useradd) and the tests run as it through runuser

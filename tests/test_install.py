@@ -76,3 +76,21 @@ def test_make_installs_chromium_quietly_without_recommends_or_upgrades(tmp_path)
                           capture_output=True, text=True, check=True)
     assert "would upgrade installed packages (libc6)" in done.stdout
     assert not any(line.startswith("install") for line in calls.read_text().splitlines())
+
+
+def test_make_test_runs_the_whole_suite_in_parallel_and_ci_runs_make_test():
+    """`make test` runs every test — slow and browser tests included — in pytest-xdist
+    workers (issue 42), with the groups that keep machine-wide resources on one worker, and
+    `.ci/run` calls exactly the README's test command."""
+    makefile = (ROOT / "Makefile").read_text()
+    workers = re.search(r"^TEST_WORKERS \?= *(\S+)", makefile, re.MULTILINE)
+    assert workers and (workers.group(1) == "auto" or int(workers.group(1)) >= 2)
+    pytest_line = re.search(r"^PYTEST = (.+)$", makefile, re.MULTILINE)
+    assert pytest_line and "-n $(TEST_WORKERS)" in pytest_line.group(1)
+    assert "--dist loadgroup" in pytest_line.group(1) and " -m \"" not in pytest_line.group(1)
+    recipe = re.search(r"^test: .*\n\t(.+)$", makefile, re.MULTILINE)
+    assert recipe and recipe.group(1).strip() == "$(PYTEST)"
+    readme = (ROOT / "README.md").read_text()
+    assert "make test   #" in readme.split("\n\n")[1]
+    ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()
+    assert ci[-1] == "make test"

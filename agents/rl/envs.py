@@ -8,7 +8,7 @@ from __future__ import annotations
 import multiprocessing
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
 import gymnasium as gym
@@ -233,7 +233,9 @@ def warm_evidence(family: str, splits: dict[str, Iterable[int]], d: int, n: int,
         methods = multiprocessing.get_all_start_methods()
         context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
         with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=context) as pool:
-            for result in pool.map(_warm_one, jobs):
+            # reported as each finishes, not in order: one slow instance holds no count back
+            for future in as_completed([pool.submit(_warm_one, job) for job in jobs]):
+                result = future.result()
                 if progress is not None:
                     progress(*result)
     return time.perf_counter() - started

@@ -195,6 +195,10 @@ class TrainingReport:
     versions: dict[str, str] = field(default_factory=dict)
     #: a group of families (``all``): each family's test F1s and paired difference
     per_family: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the split of the evaluation instances: test, or dev instances held out from training
+    test_split: str = "test"
+    #: the policy before any training on the same instances (its means, its paired difference)
+    untrained: dict[str, Any] = field(default_factory=dict)
 
     @property
     def policy_mean_f1(self) -> float:
@@ -209,7 +213,8 @@ class TrainingReport:
 
     def summary(self) -> str:
         diff = self.f1_difference
-        return (f"{self.family} test (n={len(self.test_indices)}): F1 policy "
+        where = "test" if self.test_split == "test" else "held-out dev"
+        return (f"{self.family} {where} (n={len(self.test_indices)}): F1 policy "
                 f"{self.policy_mean_f1:.3f} vs guided start (PC-KCI) {self.start_mean_f1:.3f}; "
                 f"difference {diff['mean']:+.3f} [{diff['low']:+.3f}, {diff['high']:+.3f}] "
                 f"(paired 95% bootstrap); trained {self.steps} steps in "
@@ -245,7 +250,8 @@ def train(family: str = "wild", algo: str = "maskable_ppo", steps: int = 20_000,
           n_resamples: int = 10_000, salt: str | None = None,
           warm_start_edits: bool | None = None, freeze_encoder: bool | None = None,
           warm_start_options: dict[str, Any] | None = None,
-          progress: Callable[[str], None] | None = None) -> TrainingReport:
+          progress: Callable[[str], None] | None = None,
+          test_split: str = "test") -> TrainingReport:
     """Train a repair policy on ``dev_count`` development instances of ``family`` (guided:
     starting from PC-KCI's output) and evaluate it against that guided start on ``test_count``
     test instances; writes model, config, report and learning curve into ``out_dir``.
@@ -254,7 +260,9 @@ def train(family: str = "wild", algo: str = "maskable_ppo", steps: int = 20_000,
     the development instances of every family, episodes mixed by :class:`FamilyMix`, and is
     evaluated on the test instances of each (``per_family`` in the report).
 
-    ``dev_count``/``test_count`` are a count (the first instances) or explicit indices. The
+    ``dev_count``/``test_count`` are a count (the first instances) or explicit indices;
+    ``test_split="dev"`` evaluates on development instances held out from training instead
+    (``test_count`` then names them, disjoint from ``dev_count``'s). The
     evidence of every instance is computed first (``workers`` processes, by default one per
     available CPU; a bar or progress lines with the time left), so the training time excludes
     it. ``max_steps`` is the episode budget for training and evaluation.
@@ -279,8 +287,12 @@ def train(family: str = "wild", algo: str = "maskable_ppo", steps: int = 20_000,
     if warm_start_edits and architecture != "pairwise":
         raise HeuresisError("warm_start_edits needs architecture='pairwise' (the warm start "
                             "writes the shared pair head)")
+    check_choice("test_split", test_split, ("test", "dev"))
     dev = _indices("dev_count", dev_count, "dev")
-    test = _indices("test_count", test_count, "test")
+    test = _indices("test_count", test_count, test_split)
+    if test_split == "dev" and set(dev) & set(test):
+        raise HeuresisError(f"the held-out dev instances overlap the training ones: "
+                            f"{sorted(set(dev) & set(test))[:10]}; give disjoint indices")
     settings = EpisodeSettings(max_steps=max_steps, max_seconds=None, guided=True,
                                target=target)
     params = dict(DEFAULT_HYPERPARAMETERS if warm_start_edits else SCRATCH_HYPERPARAMETERS)
@@ -297,11 +309,13 @@ def train(family: str = "wild", algo: str = "maskable_ppo", steps: int = 20_000,
 
     workers = available_cpus() if workers is None else workers
     instances = len(families) * (len(dev) + len(test))
-    say(f"evidence for {len(dev)} dev and {len(test)} test instances of {family} "
+    say(f"evidence for {len(dev)} dev and {len(test)} {test_split} instances of {family} "
         f"(d={d}, n={n}) in {workers} worker process(es)")
     with Progress(instances, "evidence", unit="instance", say=say,
                   show=progress is not None) as shown_evidence:
-        evidence_seconds = warm_evidence(family, {"dev": dev, "test": test}, d, n, workers,
+        splits = ({"dev": dev, "test": test} if test_split == "test"
+                  else {"dev": [*dev, *test]})
+        evidence_seconds = warm_evidence(family, splits, d, n, workers,
                                          salt=salt,
                                          progress=lambda *_: shown_evidence.update())
 
@@ -321,6 +335,9 @@ def train(family: str = "wild", algo: str = "maskable_ppo", steps: int = 20_000,
     warm_policy_results: list[EpisodeResult] = []
     config = policy_config(algo, architecture, family, d, n, settings, hidden=hidden,
                            steps=steps, seed=seed, warm_start=bool(warm_start_edits))
+    # the policy before any training, on the evaluation instances: where learning starts from
+    untrained_results = evaluate_policy(RLPolicy(model, config, seed=seed), family, test_split,
+                                        test, settings, d, n, salt)
     if warm_start_edits:
         say(f"warm start: every one-step edit on {len(dev)} dev instances")
         probes = probe_edits(family, settings, dev, d, n)
@@ -330,7 +347,7 @@ def train(family: str = "wild", algo: str = "maskable_ppo", steps: int = 20_000,
         warm.update(fit, steps=probes.steps,
                     seconds=probes.seconds + time.perf_counter() - started)
         warm_policy_results = evaluate_policy(RLPolicy(model, config, seed=seed), family,
-                                              "test", test, settings, d, n, salt)
+                                              test_split, test, settings, d, n, salt)
     if freeze_encoder is None:
         freeze_encoder = bool(warm_start_edits)
     if freeze_encoder:
@@ -350,12 +367,13 @@ def train(family: str = "wild", algo: str = "maskable_ppo", steps: int = 20_000,
     save(model, config, out, provenance={"written_by": "agents.rl.train", "family": family,
                                          "steps": steps, "seed": seed})
 
-    say(f"evaluating on {len(test)} test instances")
+    say(f"evaluating on {len(test)} {test_split} instances"
+        f"{' held out from training' if test_split == 'dev' else ''}")
     started = time.perf_counter()
     rl_policy = RLPolicy(model, config, deterministic=True, seed=seed)
-    policy_results = evaluate_policy(rl_policy, family, "test", test, settings, d, n, salt)
-    start_results = evaluate_policy(SubmitStartPolicy(), family, "test", test, settings, d, n,
-                                   salt)
+    policy_results = evaluate_policy(rl_policy, family, test_split, test, settings, d, n, salt)
+    start_results = evaluate_policy(SubmitStartPolicy(), family, test_split, test, settings, d,
+                                    n, salt)
     evaluation_seconds = time.perf_counter() - started
     policy_f1 = [float(r.scores["f1"]) for r in policy_results]
     start_f1 = [float(r.scores["f1"]) for r in start_results]
@@ -381,7 +399,11 @@ def train(family: str = "wild", algo: str = "maskable_ppo", steps: int = 20_000,
         policy_f1=policy_f1, start_f1=start_f1,
         policy_means=_means(policy_results), start_means=_means(start_results),
         f1_difference=asdict(difference), policy_actions=actions, learning_curve=curve,
-        warm_start=warm, out_dir=str(out), versions=_versions(), per_family=per_family)
+        warm_start=warm, out_dir=str(out), versions=_versions(), per_family=per_family,
+        test_split=test_split)
+    untrained_f1 = [float(r.scores["f1"]) for r in untrained_results]
+    report.untrained = {"means": _means(untrained_results), "f1_difference": asdict(
+        paired_bootstrap(untrained_f1, start_f1, n_resamples=n_resamples, seed=seed))}
     if warm_policy_results:
         warm_f1 = [float(r.scores["f1"]) for r in warm_policy_results]
         report.warm_start["test_means"] = _means(warm_policy_results)
@@ -389,7 +411,8 @@ def train(family: str = "wild", algo: str = "maskable_ppo", steps: int = 20_000,
             warm_f1, start_f1, n_resamples=n_resamples, seed=seed))
     plot_learning_curve(curve, out / CURVE_FILE, test_gain=difference,
                         title=f"{algo} ({architecture}) on {family}, d={d}, n={n}: "
-                              f"test ΔF1 {difference.mean:+.3f}")
+                              f"{'test' if test_split == 'test' else 'held-out dev'} "
+                              f"ΔF1 {difference.mean:+.3f}")
     report.files = {"model": str(out / MODEL_FILE),
                     "model_description": str(out / DESCRIPTION_FILE),
                     "config": str(out / CONFIG_FILE),

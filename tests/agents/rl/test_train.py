@@ -19,6 +19,10 @@ def test_bad_input_raises_clear_errors(tmp_path):
         train(architecture="transformer", out_dir=tmp_path)
     with pytest.raises(HeuresisError, match="dev_count"):
         train(dev_count=0, out_dir=tmp_path)
+    with pytest.raises(HeuresisError, match="overlap the training ones: \\[3, 4\\]"):
+        train(dev_count=5, test_count=[3, 4, 5], test_split="dev", out_dir=tmp_path)
+    with pytest.raises(UnknownNameError, match="test_split"):
+        train(test_split="train", out_dir=tmp_path)
     with pytest.raises(HeuresisError, match="unknown hyperparameter"):
         train(hyperparameters={"learning_rte": 1e-3}, out_dir=tmp_path)
     with pytest.raises(HeuresisError, match="no trained model"):
@@ -38,6 +42,7 @@ ACCEPTANCE = {"steps": 20_000, "dev": 80, "test": 32, "d": 10, "n": 100}
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("rl-wild-n100")  # shares its instances' evidence with the example's
 def test_trained_policy_beats_the_guided_start_on_wild(tmp_path):
     report = train("wild", "maskable_ppo", steps=ACCEPTANCE["steps"], out_dir=tmp_path,
                    seed=0, n_envs=2, dev_count=ACCEPTANCE["dev"], test_count=ACCEPTANCE["test"],

@@ -14,6 +14,13 @@ environment's reset — a guided start's evidence — and scoring).
     python benchmarks/bench_main_job.py --count 1 --workers 2          # quick look (n = 600)
     python benchmarks/bench_main_job.py --count 32 --workers 2         # the full size
     python benchmarks/bench_main_job.py --runs OUT/cold OUT/warm        # tables only, from runs
+    python benchmarks/bench_main_job.py --n 200 --count 6 --record --update-readme
+
+``--record`` appends the measurement (date, commit, command, machine load, every run's wall and
+CPU seconds) to ``benchmarks/results/main_job.jsonl``; ``--update-readme`` rewrites the
+README's figures of the default demo (n = 200, 6 instances per family) from the latest record
+of that size, between the README's ``main-job figures`` markers. ``tests/test_docs.py`` fails
+when the README's figures and that record disagree beyond the README's stated range.
 
 Options after ``--`` go to ``heuresis demo`` unchanged (e.g. ``-- --no-rl``).
 """
@@ -23,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -32,6 +40,15 @@ from collections import defaultdict
 from pathlib import Path
 
 PACKAGES = ("heuresis_env", "agents", "baselines")
+ROOT = Path(__file__).resolve().parent.parent
+#: every recorded measurement, one JSON object a line (the last of a size is the latest)
+RESULTS = ROOT / "benchmarks" / "results" / "main_job.jsonl"
+README = ROOT / "README.md"
+#: the README's generated sentence sits between these markers
+README_BEGIN = "<!-- main-job figures: python benchmarks/bench_main_job.py --update-readme -->"
+README_END = "<!-- /main-job figures -->"
+#: the size of the default demo (``heuresis demo``), the one the README states
+DEMO_SIZE = {"n": 200, "count": 6}
 
 
 def byte_compile() -> None:
@@ -173,6 +190,100 @@ def tables(runs: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
+def git_commit() -> str:
+    """The checkout's commit (``-dirty`` when files differ from it), or ``unknown``."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
+                                capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return commit + ("-dirty" if dirty else "")
+
+
+def measurement(runs: dict[str, list[dict]], n: int, count: int, workers: int,
+                extra: list[str]) -> dict:
+    """One record: when, what, on which machine under which load, and every run's figures."""
+    command = (f"python benchmarks/bench_main_job.py --n {n} --count {count} "
+               f"--workers {workers}" + (f" -- {' '.join(extra)}" if extra else ""))
+    loads = [r[key] for label in runs for r in runs[label]
+             for key in ("load_before", "load_after")]
+    return {"date": time.strftime("%Y-%m-%d", time.gmtime()), "commit": git_commit(),
+            "command": command, "n": n, "count": count, "workers": workers,
+            "cpus": os.cpu_count(), "load": [min(loads), max(loads)],
+            **{label: [{k: r[k] for k in ("wall", "user", "sys", "machine_busy",
+                                          "load_before", "load_after")} for r in runs[label]]
+               for label in runs}}
+
+
+def append_record(record: dict, path: Path = RESULTS) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record) + "\n")
+
+
+def latest_record(path: Path = RESULTS, n: int = DEMO_SIZE["n"],
+                  count: int = DEMO_SIZE["count"]) -> dict | None:
+    """The last recorded measurement of this size with a cold and a warm run, or None."""
+    if not path.is_file():
+        return None
+    found = None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record["n"] == n and record["count"] == count and record.get("cold") and \
+                record.get("warm"):
+            found = record
+    return found
+
+
+def _seconds_range(runs: list[dict]) -> str:
+    low, high = (round(min(r["wall"] for r in runs)), round(max(r["wall"] for r in runs)))
+    return f"{low}" if low == high else f"{low}–{high}"
+
+
+def readme_figures(record: dict) -> str:
+    """The README's sentence of the default demo's figures, from one record."""
+    cpu = [r["user"] + r["sys"] for r in record["cold"]]
+    runs = len(record["cold"])
+    return (f"Measured on {record['date']} at commit {record['commit']} "
+            f"(`{record['command']} --record`, {runs} cold and {len(record['warm'])} warm "
+            f"run{'s' if runs > 1 else ''}) on a shared {record['cpus']}-core machine under "
+            f"load {record['load'][0]:.1f}–{record['load'][1]:.1f} (the 1-minute load "
+            f"average before and after each run; other jobs were running), it took "
+            f"{_seconds_range(record['cold'])} s with a cold cache ({round(min(cpu))} s CPU "
+            f"of the job's own processes) and {_seconds_range(record['warm'])} s warm, served "
+            "from the on-disk caches.")
+
+
+def stated_figures(readme: str) -> dict[str, tuple[int, int]]:
+    """The cold and warm ranges (seconds) the README states between its markers."""
+    start, end = readme.find(README_BEGIN), readme.find(README_END)
+    if start < 0 or end < start:
+        raise ValueError(f"the README has no {README_BEGIN!r} … {README_END!r} block")
+    text = " ".join(readme[start + len(README_BEGIN):end].split())
+    found = {}
+    for label, pattern in (("cold", r"(\d+)(?:–(\d+))? s with a cold cache"),
+                           ("warm", r"(\d+)(?:–(\d+))? s warm")):
+        match = re.search(pattern, text)
+        if match is None:
+            raise ValueError(f"the README's figures do not state the {label} time")
+        low = int(match.group(1))
+        found[label] = (low, int(match.group(2) or low))
+    date = re.search(r"Measured on (\d{4}-\d{2}-\d{2})", text)
+    found["date"] = date.group(1) if date else None  # type: ignore[assignment]
+    return found
+
+
+def update_readme(record: dict, path: Path = README) -> None:
+    text = path.read_text(encoding="utf-8")
+    start, end = text.find(README_BEGIN), text.find(README_END)
+    if start < 0 or end < start:
+        raise SystemExit(f"{path} has no {README_BEGIN!r} … {README_END!r} block")
+    path.write_text(text[:start + len(README_BEGIN)] + readme_figures(record) + text[end:],
+                    encoding="utf-8")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -185,6 +296,13 @@ def main() -> None:
     parser.add_argument("--warm-only", action="store_true", help="keep the cache; one run")
     parser.add_argument("--runs", nargs="+", type=Path, default=None,
                         help="only tabulate these demo output directories")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="cold and warm runs each (alternating; default 1)")
+    parser.add_argument("--record", action="store_true",
+                        help=f"append the measurement to {RESULTS.relative_to(ROOT)}")
+    parser.add_argument("--update-readme", action="store_true",
+                        help="rewrite the README's figures from the latest record of the "
+                             "default demo's size")
     parser.add_argument("demo_args", nargs=argparse.REMAINDER,
                         help="after --: passed to heuresis demo")
     args = parser.parse_args()
@@ -195,26 +313,44 @@ def main() -> None:
             saved = path / "profile.json"
             runs[path.name] = (json.loads(saved.read_text()) if saved.is_file()
                                else {"profile": profile_runs(path)})
-    else:
+    elif args.runs is None and not (args.update_readme and not args.record):
         byte_compile()
         cache = args.cache or args.out / "cache"
-        if not args.warm_only and cache.exists():
-            shutil.rmtree(cache)
-        for label in (["warm"] if args.warm_only else ["cold", "warm"]):
-            out = args.out / label
-            if out.exists():
-                shutil.rmtree(out)
-            out.mkdir(parents=True)
-            print(f"[{label}] heuresis demo --n {args.n} --count {args.count} --workers "
-                  f"{args.workers} (cache {cache}) …", file=sys.stderr, flush=True)
-            process = run_demo(out, cache, args.n, args.count, args.workers, extra)
-            runs[label] = {"process": process, "profile": profile_runs(out)}
-            (out / "profile.json").write_text(json.dumps(runs[label], indent=1))
-            print(f"[{label}] {process['wall']:.0f} s wall, user {process['user']:.0f} s, "
-                  f"sys {process['sys']:.0f} s", file=sys.stderr, flush=True)
-    print(f"machine: {os.cpu_count()} CPUs; n = {args.n}, count = {args.count}, "
-          f"workers = {args.workers}")
-    print(tables(runs))
+        processes: dict[str, list[dict]] = {"cold": [], "warm": []}
+        for repeat in range(args.repeats):
+            if not args.warm_only and cache.exists():
+                shutil.rmtree(cache)
+            for label in (["warm"] if args.warm_only else ["cold", "warm"]):
+                out = args.out / label
+                if out.exists():
+                    shutil.rmtree(out)
+                out.mkdir(parents=True)
+                print(f"[{label} {repeat + 1}/{args.repeats}] heuresis demo --n {args.n} "
+                      f"--count {args.count} --workers {args.workers} (cache {cache}) …",
+                      file=sys.stderr, flush=True)
+                process = run_demo(out, cache, args.n, args.count, args.workers, extra)
+                processes[label].append(process)
+                runs[label] = {"process": process, "profile": profile_runs(out)}
+                (out / "profile.json").write_text(json.dumps(runs[label], indent=1))
+                print(f"[{label}] {process['wall']:.0f} s wall, user {process['user']:.0f} s, "
+                      f"sys {process['sys']:.0f} s, load {process['load_before']:.1f} → "
+                      f"{process['load_after']:.1f}", file=sys.stderr, flush=True)
+        if args.record:
+            record = measurement({k: v for k, v in processes.items() if v}, args.n,
+                                 args.count, args.workers, extra)
+            append_record(record)
+            print(f"recorded in {RESULTS}", file=sys.stderr)
+    if runs:
+        print(f"machine: {os.cpu_count()} CPUs; n = {args.n}, count = {args.count}, "
+              f"workers = {args.workers}")
+        print(tables(runs))
+    if args.update_readme:
+        latest = latest_record()
+        if latest is None:
+            raise SystemExit(f"no recorded measurement of the default demo's size "
+                             f"({DEMO_SIZE}) in {RESULTS}: run with --n 200 --count 6 --record")
+        update_readme(latest)
+        print(f"README: {readme_figures(latest)}", file=sys.stderr)
 
 
 if __name__ == "__main__":

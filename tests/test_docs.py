@@ -62,3 +62,55 @@ def test_a_python_block_runs_as_written(code, tmp_path):
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, (f"the block failed (exit {done.returncode}):\n"
                                   f"{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
+
+
+def _bench_main_job():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_main_job", ROOT / "benchmarks" / "bench_main_job.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_readme_states_the_latest_recorded_main_job_figures():
+    """The README's times of the default demo are those of the latest measurement recorded by
+    ``benchmarks/bench_main_job.py --record`` (issue 42): every recorded cold and warm run
+    lies in the range the README states, the date is the record's, and the sentence names the
+    command and the machine's load. Regenerate with ``--update-readme``."""
+    bench = _bench_main_job()
+    record = bench.latest_record()
+    assert record is not None, f"no measurement of the default demo in {bench.RESULTS}"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    stated = bench.stated_figures(readme)
+    for label in ("cold", "warm"):
+        low, high = stated[label]
+        for run in record[label]:
+            assert low <= round(run["wall"]) <= high, (
+                f"README: {label} {low}–{high} s, but the latest record ({record['date']}, "
+                f"{record['commit']}) measured {run['wall']:.1f} s; run "
+                "python benchmarks/bench_main_job.py --update-readme")
+    assert stated["date"] == record["date"]
+    block = readme[readme.index(bench.README_BEGIN):readme.index(bench.README_END)]
+    assert record["command"] in block and "under load" in block
+
+
+def test_the_readme_check_fails_on_a_stale_figure():
+    """The check above can fail: the README's old claim (34–37 s cold) against a record of
+    98 s is outside the stated range."""
+    bench = _bench_main_job()
+    stale = (f"x {bench.README_BEGIN}Measured on 2026-01-01 ... it took 34–37 s with a cold "
+             f"cache (9 s CPU) and 4–5 s warm, served from disk.{bench.README_END} y")
+    stated = bench.stated_figures(stale)
+    assert stated["cold"] == (34, 37) and stated["warm"] == (4, 5)
+    assert not stated["cold"][0] <= 98 <= stated["cold"][1]
+    record = {"date": "2026-12-07", "commit": "abc1234", "command": "python x --n 200",
+              "cpus": 2, "load": [3.21, 9.87], "cold": [{"wall": 97.6, "user": 120.0,
+                                                          "sys": 8.0}],
+              "warm": [{"wall": 3.4, "user": 2.0, "sys": 1.0},
+                       {"wall": 4.6, "user": 2.0, "sys": 1.0}]}
+    text = bench.readme_figures(record)
+    regenerated = bench.stated_figures(f"{bench.README_BEGIN}{text}{bench.README_END}")
+    assert regenerated["cold"] == (98, 98) and regenerated["warm"] == (3, 5)
+    assert "under load 3.2–9.9" in text and "Measured on 2026-12-07" in text

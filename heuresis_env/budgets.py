@@ -10,3 +10,8 @@ DEFAULT_MAX_STEPS = 50
 DEFAULT_MAX_SECONDS = 600.0
 #: tokens a language-model policy may generate per turn
 DEFAULT_TOKEN_BUDGET_PER_TURN = 4096
+#: rows of experiments per episode in the interventional condition (the ``-int`` ids): a
+#: budget apart from the step budget (``docs/experiments.md``)
+DEFAULT_EXPERIMENT_ROWS = 500
+#: rows one experiment draws unless it asks for another number
+DEFAULT_ROWS_PER_EXPERIMENT = 100

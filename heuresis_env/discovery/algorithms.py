@@ -31,7 +31,14 @@ name                    type   what runs
 ``notears-mlp``         dag    NOTEARS-MLP (:mod:`heuresis_env.discovery.notears`; ``engine`` numpy|torch)
 ``grasp``               cpdag  causal-learn GRaSP, BIC score
 ``boss``                cpdag  causal-learn BOSS, BIC score
+``gies``                cpdag  GIES (the ``gies`` package), interventional BIC; regimes
+``jci-pc``              cpdag  PC on the rows with one context variable per experiment (JCI)
 ======================  =====  ==========================================================
+
+``gies`` and ``jci-pc`` are *interventional*: they read the rows of several regimes (the
+observational table and each experiment's rows, with the columns each experiment set), given
+as :class:`Interventions`; :func:`available_algorithms` lists them only when asked, so the
+observational benchmark's list is as it was.
 
 The "cpdag" type covers any PDAG (directed and undirected edges). Choices worth knowing:
 
@@ -75,8 +82,40 @@ from heuresis_env.discovery.pc_orientation import DEFAULT_ORIENTATION, ORIENTATI
 from heuresis_env.errors import DataError, HeuresisError, UnknownNameError
 from heuresis_env.graphs import EdgeMark, Graph, GraphType
 
-#: a runner: (data of the chosen columns, their names, merged params, seed) → (graph, extras)
-Runner = Callable[[np.ndarray, tuple[str, ...], dict[str, Any], int], tuple[Graph, dict[str, Any]]]
+#: a runner: (data of the chosen columns, their names, merged params, seed) → (graph, extras);
+#: an interventional runner also takes ``interventions=`` (:class:`Interventions`)
+Runner = Callable[..., tuple[Graph, dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Interventions:
+    """Which regime each row of the data comes from (0 observational, k ≥ 1 the k-th
+    experiment) and, per regime, the indices of the columns its experiment set (``targets[0]``
+    is empty). An interventional algorithm reads the rows regime by regime."""
+
+    labels: np.ndarray
+    targets: tuple[tuple[int, ...], ...]
+
+    def __post_init__(self) -> None:
+        labels = np.asarray(self.labels)
+        if labels.ndim != 1 or labels.dtype.kind not in "iu":
+            raise HeuresisError("interventions' labels must be a 1-D integer array")
+        object.__setattr__(self, "labels", labels)
+        object.__setattr__(self, "targets", tuple(tuple(int(t) for t in ts)
+                                                  for ts in self.targets))
+        if labels.size and (labels.min() < 0 or labels.max() >= len(self.targets)):
+            raise HeuresisError(f"regime labels must be in 0..{len(self.targets) - 1}")
+
+    def restricted(self, columns: Sequence[int]) -> Interventions:
+        """The same regimes over a subset of the columns (targets outside it dropped and the
+        kept ones renumbered)."""
+        position = {c: k for k, c in enumerate(columns)}
+        return Interventions(self.labels, tuple(tuple(position[t] for t in ts if t in position)
+                                                for ts in self.targets))
+
+    def identity(self) -> dict[str, Any]:
+        """What a cache key needs: the label counts in order and the targets."""
+        return {"labels": stable_hash(self.labels.tolist()), "targets": self.targets}
 
 
 class AlgorithmFailure(RuntimeError):
@@ -150,6 +189,8 @@ class AlgorithmSpec:
     default_params: Mapping[str, Any]
     runner: str | Runner
     param_rules: Mapping[str, ParamRule] = field(default_factory=dict)
+    #: reads regimes (:class:`Interventions`) beside the rows
+    interventional: bool = False
 
     def resolve_runner(self) -> Runner:
         if callable(self.runner):
@@ -208,9 +249,11 @@ def register_algorithm(spec: AlgorithmSpec, overwrite: bool = False) -> Algorith
     return spec
 
 
-def available_algorithms() -> list[str]:
-    """Registered algorithm names, in registration order."""
-    return list(ALGORITHMS)
+def available_algorithms(interventional: bool = False) -> list[str]:
+    """Registered algorithm names, in registration order: the observational ones, and with
+    ``interventional`` those that read experiments too."""
+    return [name for name, spec in ALGORITHMS.items()
+            if interventional or not spec.interventional]
 
 
 def get_algorithm(name: str) -> AlgorithmSpec:
@@ -342,13 +385,16 @@ def _resolve_variables(names: tuple[str, ...], variables: Sequence[str] | None) 
 
 def run_algorithm(name: str, data: np.ndarray, names: Sequence[str] | None = None,
                   params: Mapping[str, Any] | None = None,
-                  variables: Sequence[str] | None = None, seed: int = 0) -> AlgorithmResult:
+                  variables: Sequence[str] | None = None, seed: int = 0,
+                  interventions: Interventions | None = None) -> AlgorithmResult:
     """Run a registered algorithm on ``data`` (n × d, columns named ``names``).
 
     ``variables`` restricts the run to those columns (the graph is then over them only).
-    ``seed`` seeds every random draw of the algorithm. Bad input raises; a failure inside
-    the algorithm returns a result with ``error`` set and ``graph`` None. Warnings raised
-    while running are kept in ``extras["warnings"]``.
+    ``seed`` seeds every random draw of the algorithm. ``interventions`` gives the regime of
+    every row (an interventional algorithm needs it; without it every row is observational;
+    the others read the rows as one table). Bad input raises; a failure inside the algorithm
+    returns a result with ``error`` set and ``graph`` None. Warnings raised while running are
+    kept in ``extras["warnings"]``.
     """
     spec = get_algorithm(name)
     merged = spec.merged_params(params)
@@ -372,6 +418,14 @@ def run_algorithm(name: str, data: np.ndarray, names: Sequence[str] | None = Non
     except DataError as exc:
         raise DataError(f"{exc} (columns counted within {list(chosen)})") from None
     runner = spec.resolve_runner()
+    extra_arguments: dict[str, Any] = {}
+    if spec.interventional:
+        if interventions is None:
+            interventions = Interventions(np.zeros(array.shape[0], dtype=np.int64), ((),))
+        if interventions.labels.shape != (array.shape[0],):
+            raise DataError(f"{interventions.labels.size} regime labels for "
+                            f"{array.shape[0]} rows")
+        extra_arguments["interventions"] = interventions.restricted(index)
 
     start = time.perf_counter()
     graph: Graph | None = None
@@ -380,7 +434,7 @@ def run_algorithm(name: str, data: np.ndarray, names: Sequence[str] | None = Non
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            graph, extras = runner(subset, chosen, dict(merged), int(seed))
+            graph, extras = runner(subset, chosen, dict(merged), int(seed), **extra_arguments)
         except Exception as exc:  # any failure inside the algorithm is a result, not a crash
             error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     runtime = time.perf_counter() - start
@@ -404,8 +458,8 @@ _RECENT: MemoCache[AlgorithmResult] = MemoCache(256)
 
 def cached_run_algorithm(name: str, data: np.ndarray, names: Sequence[str], sha256: str,
                          params: Mapping[str, Any] | None = None,
-                         variables: Sequence[str] | None = None, seed: int = 0
-                         ) -> AlgorithmResult:
+                         variables: Sequence[str] | None = None, seed: int = 0,
+                         interventions: Interventions | None = None) -> AlgorithmResult:
     """:func:`run_algorithm` cached by (data hash, column names, name, params, variables, seed).
 
     Kept on disk for every process and episode, and in memory for this process's latest
@@ -417,6 +471,8 @@ def cached_run_algorithm(name: str, data: np.ndarray, names: Sequence[str], sha2
                 "seed": seed, "version": ALGORITHM_CACHE_VERSION}
     if tuple(names) != tuple(f"X{i + 1}" for i in range(len(names))):
         identity["names"] = list(names)  # outputs are graphs over the names (decoy names)
+    if interventions is not None and get_algorithm(name).interventional:
+        identity["interventions"] = interventions.identity()
     key = stable_hash(identity)
     result = _RECENT.get(key)
     if result is None:
@@ -424,7 +480,7 @@ def cached_run_algorithm(name: str, data: np.ndarray, names: Sequence[str], sha2
         result = store.get(key)
         if result is None:
             result = run_algorithm(name, data, names, params=params, variables=variables,
-                                   seed=seed)
+                                   seed=seed, interventions=interventions)
             store.set(key, result)
         _RECENT.set(key, result)
     return result
@@ -458,6 +514,7 @@ _CONSTRAINT_BASED = "heuresis_env.discovery.constraint_based"
 _SCORE_BASED = "heuresis_env.discovery.score_based"
 _FUNCTIONAL = "heuresis_env.discovery.functional_models"
 _CONTINUOUS = "heuresis_env.discovery.continuous_optimization"
+_INTERVENTIONAL = "heuresis_env.discovery.interventional"
 _PC_PARAMS = {"alpha": 0.05, "variant": "stable", "max_depth": None,
               "orientation": DEFAULT_ORIENTATION}
 _PC_RULES = {"alpha": open_unit(), "variant": one_of("stable", "original"),
@@ -524,6 +581,20 @@ def _register_builtin() -> None:
         "boss", "BOSS permutation search with the BIC score (causal-learn)",
         GraphType.CPDAG, {"lambda_value": 0.5}, f"{_SCORE_BASED}:run_boss",
         {"lambda_value": positive()}))
+    register_algorithm(AlgorithmSpec(
+        "gies", "Greedy interventional equivalence search (Hauser & Buhlmann; the gies "
+        "package) with the Gaussian BIC score over every regime: the observational rows and "
+        "each experiment's, knowing which columns each experiment set; returns the "
+        "interventional essential graph",
+        GraphType.CPDAG, {"lambda_value": 0.5}, f"{_INTERVENTIONAL}:run_gies",
+        {"lambda_value": positive()}, interventional=True))
+    register_algorithm(AlgorithmSpec(
+        "jci-pc", "Joint causal inference with PC (Mooij, Magliacane & Claassen): PC on the "
+        "pooled rows with one context variable per experiment, exogenous by background "
+        "knowledge (causal-learn's PC, Fisher-z or KCI); the edges a context variable points "
+        "into orient the rest",
+        GraphType.CPDAG, {"alpha": 0.05, "test": "fisherz"}, f"{_INTERVENTIONAL}:run_jci_pc",
+        {"alpha": open_unit(), "test": one_of("fisherz", "kci")}, interventional=True))
 
 
 _register_builtin()

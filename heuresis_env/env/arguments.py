@@ -149,3 +149,17 @@ def check_reset_options(options: Mapping[str, Any] | None,
                             "option is 'index' (an instance index of the split), or "
                             "'question' in a question episode (task='qa')")
     return options
+
+
+def check_experiments(experiments: Any, family: str, task: str, has_scm: bool) -> int:
+    """The experiment budget in rows (0: the observational benchmark): an integer ≥ 0, only for
+    graph episodes on instances with a structural causal model to experiment on."""
+    rows = check_int("experiments", experiments, 0)
+    if rows and task != "graph":
+        raise HeuresisError("experiments belong to graph episodes (task='graph'); question "
+                            "episodes read the observational table only")
+    if rows and not has_scm:
+        raise HeuresisError(f"{family!r} is a data table with no model behind it to "
+                            "experiment on; experiments=ROWS needs a generated family (the "
+                            "six families or a bnlearn structure)")
+    return rows

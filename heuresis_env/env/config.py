@@ -25,6 +25,7 @@ from typing import Any
 from heuresis_env.budgets import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STEPS
 from heuresis_env.env.arguments import (
     check_choices,
+    check_experiments,
     check_indices,
     check_int,
     check_size,
@@ -34,7 +35,7 @@ from heuresis_env.env.arguments import (
 from heuresis_env.env.episode_end import check_max_seconds
 from heuresis_env.env.rl_view import RL_EVIDENCE_MODES
 from heuresis_env.errors import HeuresisError, UnknownNameError
-from heuresis_env.generation.instances import Instance, InstanceKey
+from heuresis_env.generation.instances import Instance, InstanceKey, get_source
 from heuresis_env.generation.salts import SealedSalt, sealing_salt
 
 #: the render modes of the environment (``HeuresisEnv.metadata["render_modes"]``)
@@ -75,6 +76,8 @@ class EpisodeConfig:
     max_steps: int = DEFAULT_MAX_STEPS
     max_seconds: float | None = DEFAULT_MAX_SECONDS
     toolbox: str = "full"
+    #: the experiment budget in rows (0: the observational benchmark; docs/experiments.md)
+    experiments: int = 0
     # -- the view
     interface: str = "text"
     rl_text: bool = False
@@ -103,6 +106,9 @@ class EpisodeConfig:
         put("n", first.size[1])
         put("graph_model", first.size[2])
         put("indices", check_indices(self.indices, self.family, self.split))
+        put("experiments", check_experiments(
+            self.experiments, self.family, self.task,
+            self.table is None and get_source(self.family) is None))
         if self.questions is not None:
             put("questions", tuple(self.questions))
         put("trace_path", None if self.trace_path is None else Path(self.trace_path))
@@ -176,7 +182,8 @@ class EpisodeConfig:
                 "interface": self.interface,
                 **({} if self.interface != "rl" else {"rl_evidence": self.rl_evidence}),
                 **({} if self.task == "graph" else {"task": self.task,
-                                                    "name_mode": self.name_mode})}
+                                                    "name_mode": self.name_mode}),
+                **({"experiments": self.experiments} if self.experiments else {})}
 
 
 def _sequence(name: str, value: Any) -> Any:

@@ -254,7 +254,8 @@ class HeuresisEnv(gym.Env):
         self._salt_holder: Callable[[], SealedSalt | str] = lambda: salt
         d, n, graph_model = config.size
         self.names = tuple(f"X{i + 1}" for i in range(d))
-        self._offered = available_tools(config.toolbox, config.guided, config.task)
+        self._offered = available_tools(config.toolbox, config.guided, config.task,
+                                        config.experiments > 0)
         self._task = None if config.task == "graph" else QuestionTask(
             config.family, config.split, d, n, graph_model, config.name_mode,
             config.questions, self._salt_holder)
@@ -295,6 +296,8 @@ class HeuresisEnv(gym.Env):
     rl_evidence = property(lambda self: self.episode_config.rl_evidence)
     task = property(lambda self: self.episode_config.task)
     name_mode = property(lambda self: self.episode_config.name_mode)
+    #: the experiment budget in rows (0: observational; docs/experiments.md)
+    experiments = property(lambda self: self.episode_config.experiments)
 
     # ---- public read-only views -------------------------------------------------------------
     @property
@@ -320,6 +323,12 @@ class HeuresisEnv(gym.Env):
     @property
     def steps_used(self) -> int:
         return self._steps_used if self._state is not None else 0
+
+    @property
+    def experiment_rows_used(self) -> int:
+        """Rows of experiments drawn in the current episode (0 without an experiment budget)."""
+        regimes = None if self._state is None else self._state.regimes
+        return 0 if regimes is None else regimes.rows_used
 
     @property
     def elapsed_seconds(self) -> float:
@@ -354,7 +363,7 @@ class HeuresisEnv(gym.Env):
     def tool_schemas(self, style: str = "openai") -> list[dict[str, Any]]:
         """Function-calling schemas of the tools offered in this configuration."""
 
-        return tool_schemas(self.toolbox, self.guided, style, self.task)
+        return tool_schemas(self.toolbox, self.guided, style, self.task, self.experiments > 0)
 
     def action_masks(self) -> np.ndarray:
         """Valid discrete actions of the RL view (for sb3-contrib's MaskablePPO)."""
@@ -425,7 +434,8 @@ class HeuresisEnv(gym.Env):
                                                 self.reward_mode == "shaped")
         names = public.names if self._task is None else self._task.names
         state, evidence = starting_state(public, names, self.guided, self._rl is not None,
-                                         self.target, self.toolbox, question)
+                                         self.target, self.toolbox, question,
+                                         self.experiments, referee)
         self._public, self._referee = public, referee
         self._state = state
         self.names = names
@@ -448,6 +458,8 @@ class HeuresisEnv(gym.Env):
                 # the task's public input, for scripted policies that compute on it directly
                 "data": public.X.copy(), "names": list(names),
                 "guided": self.guided, "n_tools": len(self._offered)}
+        if self.experiments:
+            info["experiment_rows"] = self.experiments
         if self._task is not None:
             info["question"] = self._task.info()
         self._show_human()
@@ -457,14 +469,14 @@ class HeuresisEnv(gym.Env):
         """The first observation's text: the task, the rules, and the tools."""
         self._require_reset()
         state = self._episode
-        tools = tool_lines(self._offered)
+        tools = tool_lines(self._offered, self.experiments > 0)
         if self._task is not None:
             return self._task.statement(state.n, question_budget(self.max_steps,
                                                                  self.max_seconds), tools)
         return graph_task_statement(state.n, state.d, state.names, self.target, self.guided,
                                     self.max_steps, self.max_seconds,
                                     self._instance.description,
-                                    self._instance.has_ground_truth, tools)
+                                    self._instance.has_ground_truth, tools, self.experiments)
 
     # ---- step --------------------------------------------------------------------------------
     def step(self, action: Any) -> StepResult:
@@ -577,6 +589,8 @@ class HeuresisEnv(gym.Env):
                             "instance_index": self._instance.key.index,
                             "final_graph": self._episode.working_graph.to_dict(),
                             **(question or {})}
+        if self.experiments:
+            self._final_info["experiment_rows_used"] = self.experiment_rows_used
         if self._trace is not None:
             outcome = ({"scores": scores, **(question or {})} if self.trace_scores
                        else {"scores_withheld": True})

@@ -12,6 +12,7 @@ import numpy as np
 
 from heuresis_env.env.arguments import check_int
 from heuresis_env.env.referee import PublicInstance, open_instance
+from heuresis_env.env.toolbox.regimes import Regimes
 from heuresis_env.env.toolbox.state import EpisodeState
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evidence import EvidenceProvider, start_graph_for_edits
@@ -50,9 +51,13 @@ def open_episode_instance(key: InstanceKey, salt: SaltArgument, table: Instance 
 
 def starting_state(public: PublicInstance, names: tuple[str, ...], guided: bool,
                    rl_view: bool, target: str, toolbox: str,
-                   question: PublicQuestion | None) -> tuple[EpisodeState, EvidenceProvider]:
+                   question: PublicQuestion | None, experiment_rows: int = 0,
+                   referee: Mapping[str, Callable] | None = None
+                   ) -> tuple[EpisodeState, EvidenceProvider]:
     """The episode's state, its working graph empty or (guided) PC-KCI's output, as the RL
-    view edits it when ``rl_view``; and the evidence of the instance."""
+    view edits it when ``rl_view``; and the evidence of the instance. With
+    ``experiment_rows`` the state holds the regimes, whose experiments the referee's
+    laboratory draws."""
     evidence = EvidenceProvider(public.X, public.names, public.sha256)
     start_graph = None
     if guided:
@@ -60,7 +65,11 @@ def starting_state(public: PublicInstance, names: tuple[str, ...], guided: bool,
         if rl_view:
             start_graph = start_graph_for_edits(start_graph)
         start_graph = Graph(names, start_graph.marks)
+    regimes = None
+    if experiment_rows:
+        regimes = Regimes(public.X, names, experiment_rows,
+                          None if referee is None else referee.get("laboratory"))
     state = EpisodeState(public.X, names, public.sha256, guided=guided, target=target,
                          toolbox=toolbox, evidence=evidence, working_graph=start_graph,
-                         question=question)
+                         question=question, regimes=regimes)
     return state, evidence

@@ -15,11 +15,13 @@ from typing import Any
 import numpy as np
 
 from heuresis_env.generation.datasets import public_description
+from heuresis_env.generation.experiments import make_laboratory
 from heuresis_env.generation.instances import (
     Instance,
     InstanceKey,
     NoGroundTruthError,
     cached_instance,
+    resolve_salt,
 )
 from heuresis_env.generation.salts import SaltArgument
 from heuresis_env.graphs import Graph
@@ -96,11 +98,17 @@ def _referee_without_truth() -> dict[str, Callable]:
 def open_instance(key: InstanceKey, salt: SaltArgument, instance: Instance | None = None
                   ) -> tuple[PublicInstance, dict[str, Callable]]:
     """Generate (or reuse from this process) an instance, split into public part and referee;
-    ``instance`` (a data table the environment was given) is used as it is."""
+    ``instance`` (a data table the environment was given) is used as it is. The referee's
+    ``laboratory`` (an instance with an SCM only) draws experiments' rows
+    (:func:`~heuresis_env.generation.experiments.make_laboratory`)."""
     if instance is None:
         instance = cached_instance(key, salt)
     public = PublicInstance(key=instance.key, X=instance.X, names=tuple(instance.names),
                             sha256=instance.sha256, sealed=instance.sealed,
                             description=public_description(instance),
                             has_ground_truth=instance.record.has_ground_truth)
-    return public, make_referee(instance.record.dag, instance.record.cpdag)
+    referee = make_referee(instance.record.dag, instance.record.cpdag)
+    laboratory = make_laboratory(instance, resolve_salt(instance.key.split, salt))
+    if laboratory is not None:
+        referee["laboratory"] = laboratory
+    return public, referee

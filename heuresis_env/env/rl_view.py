@@ -47,6 +47,7 @@ from gymnasium import spaces
 
 from heuresis_env.env.toolbox.graph_tools import ACYCLIC_TARGETS, graph_summary
 from heuresis_env.env.toolbox.registry import (
+    RL_EXPERIMENT_OPERATIONS,
     RL_OPERATIONS,
     TOOLS,
     RLSpec,
@@ -99,11 +100,14 @@ def rl_action_table(d: int, tools: Iterable[Tool] | None = None) -> tuple[RLActi
 
     Operations appear in :data:`RL_OPERATIONS` order; within one, unordered pairs run
     (0,1), (0,2), …, (d−2,d−1) and ordered pairs row by row. Each operation must be provided
-    by exactly one tool.
+    by exactly one tool. An operation of :data:`RL_EXPERIMENT_OPERATIONS` (``intervene``, one
+    action per variable) follows when one of ``tools`` provides it, so the observational
+    table is unchanged.
     """
     if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 2:
         raise HeuresisError(f"the RL action table needs d ≥ 2 variables, got {d!r}")
-    tools = list(TOOLS.values()) if tools is None else list(tools)
+    tools = [t for t in TOOLS.values() if not t.experiments_only] if tools is None \
+        else list(tools)
     provider: dict[str, Tool] = {}
     for tool in tools:
         if tool.rl is None:
@@ -116,13 +120,16 @@ def rl_action_table(d: int, tools: Iterable[Tool] | None = None) -> tuple[RLActi
     if missing:
         raise HeuresisError(f"no tool provides the RL operation(s) {missing}")
     table: list[RLAction] = []
-    for operation in RL_OPERATIONS:
+    operations = (*RL_OPERATIONS, *(op for op in RL_EXPERIMENT_OPERATIONS if op in provider))
+    for operation in operations:
         tool = provider[operation]
         assert tool.rl is not None  # a provider of an RL operation has its RLSpec
         if tool.rl.pairs == "unordered":
             pairs = [(i, j) for i in range(d) for j in range(i + 1, d)]
         elif tool.rl.pairs == "ordered":
             pairs = [(i, j) for i in range(d) for j in range(d) if i != j]
+        elif tool.rl.pairs == "variable":
+            pairs = [(i, -1) for i in range(d)]
         else:
             pairs = [(-1, -1)]
         for i, j in pairs:
@@ -145,6 +152,7 @@ class RLOutcome:
     arguments: dict[str, Any] | None = None
     diff: list[dict[str, Any]] = field(default_factory=list)
     before: str | None = None
+    result_text: str | None = None
 
 
 def action_index(action: Any) -> int | None:
@@ -187,7 +195,9 @@ class RLInterface:
         self._i = [a.i for a in self.table]
         self._j = [a.j for a in self.table]
         self._tools = {op: next(t for t in tools if t.rl is not None and t.rl.operation == op)
-                       for op in RL_OPERATIONS}
+                       for op in dict.fromkeys(self._operation)}
+        #: an experiment budget: the intervene actions and the experiment keys are there
+        self.experiments = "intervene" in self._tools
         self._specs: dict[str, RLSpec] = {op: tool.rl for op, tool in self._tools.items()
                                           if tool.rl is not None}
         self._apply: dict[str, Callable] = {op: spec.apply for op, spec in self._specs.items()
@@ -222,6 +232,13 @@ class RLInterface:
             "repair": spaces.Box(-1.0, 1.0, (repair_size,), np.float32),
             "repair_available": spaces.MultiBinary(repair_size),
         })
+        if self.experiments:
+            self.observation_space = spaces.Dict({
+                **self.observation_space.spaces,
+                "shift": spaces.Box(0.0, 1.0, (d * d,), np.float32),
+                "shift_available": spaces.MultiBinary(d * d),
+                "experiment_budget_left": spaces.Box(0.0, 1.0, (1,), np.float32),
+            })
         self._no_repair = (np.zeros(repair_size, dtype=np.float32),
                            np.zeros(repair_size, dtype=np.int8))
         self._mask: np.ndarray | None = None
@@ -283,6 +300,9 @@ class RLInterface:
         self._values = values.copy()
         self._available = available.copy()
         self._tested = np.zeros(self.n_pairs, dtype=bool)
+        if self.experiments:
+            self._shift = np.zeros((self.d, self.d), dtype=np.float32)
+            self._shift_available = np.zeros((self.d, self.d), dtype=np.int8)
         self._mask = None
         self._reach: np.ndarray | None = None  # reachability of the directed part, kept up to date when cheap
         self._shaped = shaped
@@ -356,7 +376,7 @@ class RLInterface:
     # ---- observations and masks ------------------------------------------------------------
     def observation(self, state: EpisodeState, steps_left: int, max_steps: int) -> dict:
         marks = state.working_graph.marks
-        return {
+        observation = {
             "adjacency": (marks.T == TAIL).astype(np.int8).reshape(-1),
             "evidence": self._values.reshape(-1).copy(),
             "evidence_available": self._available.reshape(-1).copy(),
@@ -364,6 +384,14 @@ class RLInterface:
             "repair": self._repair_values.copy(),
             "repair_available": self._repair_available.copy(),
         }
+        if self.experiments:
+            regimes = state.require_regimes()
+            observation.update(
+                shift=self._shift.reshape(-1).copy(),
+                shift_available=self._shift_available.reshape(-1).copy(),
+                experiment_budget_left=np.array(
+                    [regimes.rows_left / max(regimes.budget, 1)], dtype=np.float32))
+        return observation
 
     def unflatten(self, observation: dict) -> dict:
         """Matrix views of an observation: adjacency (d, d), evidence (p, 7), availability,
@@ -378,14 +406,22 @@ class RLInterface:
             "evidence_available": np.asarray(observation["evidence_available"]).reshape(
                 self.n_pairs, self.n_features),
             "budget_left": np.asarray(observation["budget_left"]),
+            **({} if not self.experiments else {
+                "shift": np.asarray(observation["shift"]).reshape(self.d, self.d),
+                "shift_available": np.asarray(observation["shift_available"]).reshape(
+                    self.d, self.d)}),
         }
 
     def action_masks(self, state: EpisodeState) -> np.ndarray:
         if self._mask is None:
-            self._mask = self._compute_mask(state.working_graph.marks)
+            self._mask = self._compute_mask(state.working_graph.marks, state)
         return self._mask.copy()
 
-    def _compute_mask(self, marks: np.ndarray) -> np.ndarray:
+    def _experiment_rows(self, state: EpisodeState) -> int:
+        """Rows one intervene action draws (the tool's default, or the budget if smaller)."""
+        return int(self._specs["intervene"].make_args(state, 0, -1)["n"])
+
+    def _compute_mask(self, marks: np.ndarray, state: EpisodeState) -> np.ndarray:
         mask = np.empty(self.n_actions, dtype=bool)
         flat = marks.reshape(-1)
         adjacent = flat[self._pair_flat] != NONE
@@ -411,6 +447,9 @@ class RLInterface:
         mask[self._slices["orient"]] = valid
         mask[self._slices["test"]] = ~self._tested
         mask[self._slices["submit"]] = True
+        if self.experiments:
+            mask[self._slices["intervene"]] = (
+                state.require_regimes().rows_left >= self._experiment_rows(state))
         return mask
 
     # ---- one action ----------------------------------------------------------------------------
@@ -430,15 +469,17 @@ class RLInterface:
         outcome = RLOutcome(operation, self._tools[operation].name, i, j, index=index)
         if record:
             outcome.arguments = self._specs[operation].make_args(state, i, j)
-            if i >= 0:
+            if i >= 0 and j >= 0:
                 outcome.before = state.edge_text(i, j)
         if self._mask is None:
-            self._mask = self._compute_mask(state.working_graph.marks)
+            self._mask = self._compute_mask(state.working_graph.marks, state)
         if not self._mask[index]:
             outcome.error = self._masked_reason(state, operation, i, j, index)
             return outcome
         if operation == "submit":
             outcome.submitted = True
+        elif operation == "intervene":
+            self._intervene(state, i, outcome)
         elif operation == "test":
             row = self._pair_row[i, j]
             if self._table is not None:
@@ -471,9 +512,36 @@ class RLInterface:
                                      "before": outcome.before, "after": state.edge_text(i, j)}]
         return outcome
 
+    def _intervene(self, state: EpisodeState, i: int, outcome: RLOutcome) -> None:
+        """Run the experiment on variable i through the intervene tool (the text view's call)
+        and show, for every column j, how strongly it moved: 1 − its Holm-corrected p-value
+        (the largest over the experiments on i); the target's own entry stays missing."""
+        tool = self._tools["intervene"]
+        arguments = self._specs["intervene"].make_args(state, i, -1)
+        try:
+            result = tool.run(state, tool.arguments(True).model_validate(arguments))
+        except HeuresisError as exc:
+            outcome.error = str(exc)
+            return
+        outcome.arguments = arguments
+        outcome.result_text = result.text
+        for name, entry in result.data["columns"].items():
+            j = state.names.index(name)
+            if j == i or "p_holm" not in entry:
+                continue
+            self._shift[i, j] = max(self._shift[i, j], 1.0 - float(entry["p_holm"]))
+            self._shift_available[i, j] = 1
+        self._mask = None
+
     def _masked_reason(self, state: EpisodeState, operation: str, i: int, j: int,
                        index: int) -> str:
         """Why :meth:`action_masks` rules out action ``index`` (the text of its error step)."""
+        if operation == "intervene":
+            regimes = state.require_regimes()
+            return (f"RL action {index} (intervene {state.names[i]}) is masked out: an "
+                    f"experiment draws {self._experiment_rows(state)} rows and the experiment "
+                    f"budget has {regimes.rows_left} of {regimes.budget} left; "
+                    "env.action_masks() lists the valid actions")
         x, y = state.names[i], state.names[j]
         if operation == "add":
             why = f"{x} and {y} are already adjacent ({state.edge_text(i, j)})"
@@ -537,6 +605,8 @@ class RLInterface:
         if outcome.operation == "submit":
             return (f"Submitted the working graph: {graph_summary(state.working_graph)}. "
                     "The episode is over.")
+        if outcome.operation == "intervene":
+            return outcome.result_text or ""
         x, y = names[outcome.i], names[outcome.j]
         if outcome.operation == "test":
             row = self._pair_row[outcome.i, outcome.j]

@@ -10,7 +10,8 @@ from heuresis_env.env.toolbox.registry import CATEGORIES, Tool
 
 def graph_task_statement(n: int, d: int, names: Sequence[str], target: str, guided: bool,
                          max_steps: int, max_seconds: float | None, description: str,
-                         has_ground_truth: bool, tools: Sequence[str]) -> str:
+                         has_ground_truth: bool, tools: Sequence[str],
+                         experiment_rows: int = 0) -> str:
     """The statement of a graph episode over a table of ``n`` rows and ``d`` columns named
     ``names``, ending with the tool lines of :func:`tool_lines`."""
     target_rules = {
@@ -51,6 +52,12 @@ def graph_task_statement(n: int, d: int, names: Sequence[str], target: str, guid
         f"action, a rejected one included, costs one step. Budget: {max_steps} steps "
         f"and {wall}; when it runs out, the working graph is scored as it stands. Finish "
         'with {"tool": "submit", "args": {}}.',
+        *([] if not experiment_rows else [
+            "",
+            "You may also run experiments on the hidden model: intervene(target, value, n) "
+            "draws n fresh rows with the target set by intervention and adds them to the data "
+            f"as a new regime. Experiment budget: {experiment_rows} rows in all, apart from "
+            "the step budget (each call also costs a step)."]),
         "",
         "TOOLS (name(arguments) - what it does):",
         *tools,
@@ -65,13 +72,14 @@ def question_budget(max_steps: int, max_seconds: float | None) -> str:
                else f"{max_seconds:g} seconds of wall time."))
 
 
-def tool_lines(offered: Sequence[Tool]) -> list[str]:
-    """The offered tools by category, one line each, for the task statement."""
+def tool_lines(offered: Sequence[Tool], experiments: bool = False) -> list[str]:
+    """The offered tools by category, one line each, for the task statement (``experiments``:
+    the signatures of an episode with an experiment budget)."""
     lines = []
     for category in CATEGORIES:
         tools = [t for t in offered if t.category == category]
         if not tools:
             continue
         lines.append(f"[{category}]")
-        lines += [f"  {t.signature()} - {t.summary}" for t in tools]
+        lines += [f"  {t.signature(experiments)} - {t.summary}" for t in tools]
     return lines

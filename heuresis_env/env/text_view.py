@@ -102,7 +102,7 @@ def run_text_action(state: EpisodeState, action: Any, toolbox: str, guided: bool
     not be parsed) and the result, whose ``error`` says why an action was rejected or a tool
     failed (an exception of a tool is a result, not a crash)."""
     try:
-        parsed = parse_action(action, toolbox, guided, task)
+        parsed = parse_action(action, toolbox, guided, task, state.regimes is not None)
     except ActionError as exc:
         return None, ToolResult.failure(str(exc))
     try:

@@ -549,7 +549,8 @@ class SCM:
             causal_order=tuple(position[i] for i in self.causal_order if i in keep))
 
     # ---- sampling ---------------------------------------------------------------------------
-    def _simulate(self, n: int, rng: np.random.Generator, raw_interventions: Mapping[int, float],
+    def _simulate(self, n: int, rng: np.random.Generator,
+                  raw_interventions: Mapping[int, float | np.ndarray],
                   calibrate: bool) -> tuple[np.ndarray, tuple[NodeMechanism, ...]]:
         """Raw values (n × d, column order) and the mechanisms with any calibrated constants.
 
@@ -579,16 +580,18 @@ class SCM:
         return values, tuple(mechanisms)
 
     def sample(self, n: int, rng: np.random.Generator,
-               interventions: Mapping[str, float] | None = None,
+               interventions: Mapping[str, float | Sequence[float] | np.ndarray] | None = None,
                standardize: bool = True) -> np.ndarray:
         """Draw ``n`` rows (n × d, named column order), optionally under ``do(X_i = x)``.
 
         Interventions are given in the *standardized* units of the named column — the units
         of the instance's data — and are applied as the raw value ``mean_i + sd_i · x`` with
         the stored generation constants; the intervened column of the output therefore equals
-        ``x`` exactly when ``standardize`` is True and ``mean_i + sd_i · x`` when False. Incoming
-        edges of an intervened node are cut: its mechanism is not evaluated. With
-        ``standardize=False`` the raw values are returned (what the mechanisms produce).
+        ``x`` exactly when ``standardize`` is True and ``mean_i + sd_i · x`` when False. A
+        value may also be ``n`` numbers, one per row (a randomized experiment sets each row's
+        value apart). Incoming edges of an intervened node are cut: its mechanism is not
+        evaluated. With ``standardize=False`` the raw values are returned (what the
+        mechanisms produce).
         """
         means, sds = self.column_means, self.column_sds
         if means is None or sds is None:
@@ -597,19 +600,15 @@ class SCM:
         n = _check_rows(n)
         if not isinstance(rng, np.random.Generator):
             raise HeuresisError("rng must be a numpy.random.Generator")
-        raw_interventions: dict[int, float] = {}
-        standardized_values: dict[int, float] = {}
+        raw_interventions: dict[int, float | np.ndarray] = {}
+        standardized_values: dict[int, float | np.ndarray] = {}
         for name, value in (interventions or {}).items():
             j = self.index(name)
-            try:
-                value = float(value)
-            except (TypeError, ValueError):
-                raise HeuresisError(f"intervention value for {name!r} must be a number, "
-                                    f"got {value!r}") from None
-            if not math.isfinite(value):
-                raise HeuresisError(f"intervention value for {name!r} must be finite")
-            standardized_values[j] = value
-            raw_interventions[j] = float(means[j] + sds[j] * value)
+            checked = _intervention_value(name, value, n)
+            standardized_values[j] = checked
+            raw_interventions[j] = (float(means[j] + sds[j] * checked)
+                                    if isinstance(checked, float)
+                                    else np.add(np.multiply(checked, sds[j]), means[j]))
         raw, _ = self._simulate(n, rng, raw_interventions, calibrate=False)
         if not standardize:
             return raw
@@ -662,6 +661,27 @@ class SCM:
             if isinstance(exc, HeuresisError):
                 raise
             raise HeuresisError(f"bad SCM record: {exc!r}") from None
+
+
+def _intervention_value(name: str, value: Any, n: int) -> float | np.ndarray:
+    """An intervention's value checked: one finite number, or ``n`` finite numbers."""
+    if isinstance(value, np.ndarray | list | tuple):
+        try:
+            values = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise HeuresisError(f"intervention values for {name!r} must be numbers") from None
+        if values.shape != (n,) or not np.all(np.isfinite(values)):
+            raise HeuresisError(f"intervention values for {name!r} must be {n} finite numbers "
+                                f"(one per row), got shape {values.shape}")
+        return values
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise HeuresisError(f"intervention value for {name!r} must be a number, "
+                            f"got {value!r}") from None
+    if not math.isfinite(number):
+        raise HeuresisError(f"intervention value for {name!r} must be finite")
+    return number
 
 
 def _check_rows(n: int) -> int:

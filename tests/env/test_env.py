@@ -50,7 +50,8 @@ def test_registration_uses_string_entry_points():
     ids = register_envs()
     assert ids == [f"Heuresis-{f}-v0" for f in (*REGISTERED_FAMILIES, *REGISTERED_STRUCTURES,
                                                 "sachs", "dataset")] + [
-        f"Heuresis-qa-{f}-v0" for f in REGISTERED_FAMILIES]
+        f"Heuresis-qa-{f}-v0" for f in REGISTERED_FAMILIES] + [
+        f"Heuresis-{f}-int-v0" for f in REGISTERED_FAMILIES]
     for name in ids:
         assert gym.registry[name].entry_point == "heuresis_env.env.core:HeuresisEnv"
 

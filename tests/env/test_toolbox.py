@@ -74,7 +74,7 @@ def call(state: EpisodeState, action: dict, check: bool = True) -> ToolResult:
 
 def test_every_tool_has_a_schema_and_a_category():
     for style in ("openai", "anthropic"):
-        schemas = tool_schemas("full", True, style)
+        schemas = tool_schemas("full", True, style, experiments=True)
         question_schemas = tool_schemas("full", True, style, task="qa")
         names = {(s["function"] if style == "openai" else s)["name"]
                  for s in schemas + question_schemas}
@@ -99,6 +99,11 @@ def test_toolbox_levels_follow_the_spec():
     assert guided - full == {"deletion_log", "repair_evidence"}
     guided_minimal = {t.name for t in toolbox.available_tools("minimal", True)}
     assert guided_minimal - minimal == {"deletion_log"}
+    # an experiment budget (issue 44) adds intervene to the full and minimal toolboxes only
+    for box in ("full", "minimal", "code"):
+        with_experiments = {t.name for t in toolbox.available_tools(box, False, experiments=True)}
+        without = {t.name for t in toolbox.available_tools(box, False)}
+        assert with_experiments - without == ({"intervene"} if box != "code" else set())
     spec_tools = {"describe_data", "ci_test", "run_algorithm", "stability", "orientation_probe",
                   "run_code", "deletion_log", "add_edge", "remove_edge", "orient_edge",
                   "reverse_edge", "set_graph", "submit", "save_graph", "load_graph",

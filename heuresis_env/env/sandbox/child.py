@@ -202,6 +202,10 @@ def sandboxed_main(config: dict, result_fd: int, scratch: str) -> int:
     X = np.load(io.BytesIO(data_bytes), allow_pickle=False)
     del data_bytes
     names = list(config["names"])
+    extra = {}
+    if config.get("regimes") is not None:  # an episode with experiments: each row's regime
+        extra = {"regimes": np.asarray(config["regimes"], dtype=np.int64),
+                 "experiments": list(config.get("experiments") or [])}
 
     # limits: memory, processes (threads count too), file size, open files
     resource.setrlimit(resource.RLIMIT_AS, (limits["memory_bytes"],) * 2)
@@ -218,7 +222,7 @@ def sandboxed_main(config: dict, result_fd: int, scratch: str) -> int:
     os.dup2(null, 0)
     os.close(null)
     outcome = user_code.run_user_code(code_bytes.decode("utf-8", errors="replace"), X, names, np,
-                                      limits)
+                                      limits, extra)
     send(result_fd, "RESULT", outcome)
     return 0
 

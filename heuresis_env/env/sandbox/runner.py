@@ -269,8 +269,14 @@ class Sandbox:
         *,
         preload: Sequence[str] = ("numpy",),
         prewarm: bool = True,
+        regimes: np.ndarray | None = None,
+        experiments: Sequence[dict] | None = None,
     ):
         self.X = validate_table(X, names)
+        if regimes is not None:
+            regimes = np.asarray(regimes)
+            if regimes.shape != (self.X.shape[0],) or regimes.dtype.kind not in "iu":
+                raise HeuresisError("regimes must hold one integer label per row of X")
         self.names = [str(n) for n in names]
         if limits is not None and not isinstance(limits, SandboxLimits):
             raise HeuresisError(f"limits must be a SandboxLimits, got {type(limits).__name__}")
@@ -298,6 +304,8 @@ class Sandbox:
             "uid_base": UID_BASE,
             "data_path": data_path,
             "names": self.names,
+            "regimes": None if regimes is None else regimes.tolist(),
+            "experiments": None if experiments is None else [dict(e) for e in experiments],
             "limits": self.limits.to_dict(),
             "preload": list(preload),
             "seccomp": detect_isolation()["seccomp"] == "available",

@@ -27,9 +27,11 @@ class WallTimeExceeded(BaseException):
     __module__ = "__main__"
 
 
-def run_user_code(code: str, X, names: list[str], np, limits: dict) -> dict:
-    """Execute ``code`` with ``X``, ``names`` and ``np`` in scope; return status, the repr of
-    a final expression, and the traceback of an error (frames of this file removed)."""
+def run_user_code(code: str, X, names: list[str], np, limits: dict,
+                  extra: dict | None = None) -> dict:
+    """Execute ``code`` with ``X``, ``names`` and ``np`` in scope (and ``extra``'s names: an
+    episode with experiments adds ``regimes`` and ``experiments``); return status, the repr
+    of a final expression, and the traceback of an error (frames of this file removed)."""
     import ast
     import faulthandler
     import linecache
@@ -41,7 +43,7 @@ def run_user_code(code: str, X, names: list[str], np, limits: dict) -> dict:
     filename = "<code>"
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
     namespace = {"__name__": "__main__", "__builtins__": builtins,
-                 "X": X, "names": names, "np": np}
+                 "X": X, "names": names, "np": np, **(extra or {})}
 
     def on_cpu_limit(signum, frame):
         raise CPUTimeExceeded(f"CPU-time limit of {limits['cpu_seconds']:g} s exceeded")

@@ -11,6 +11,7 @@ from heuresis_env.env.toolbox import (  # noqa: F401  (registration order = refe
     code_tool,
     data_tools,
     effect_tools,
+    experiment_tools,
     graph_tools,
 )
 from heuresis_env.env.toolbox.registry import (

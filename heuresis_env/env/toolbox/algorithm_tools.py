@@ -16,6 +16,8 @@ from pydantic import Field
 from heuresis_env.cache import ResultCache, stable_hash
 from heuresis_env.discovery.algorithms import (
     ALGORITHM_CACHE_VERSION,
+    AlgorithmResult,
+    Interventions,
     available_algorithms,
     cached_run_algorithm,
     get_algorithm,
@@ -59,6 +61,22 @@ class RunAlgorithmArgs(ToolArgs):
         None, description="also save the output graph in the graph memory under this name")
 
 
+_INTERVENTIONAL_HELP = (
+    "a reference algorithm: " + ", ".join(available_algorithms(interventional=True))
+    + " (gies and jci-pc read every regime: the observational rows and each experiment's, "
+    "knowing its target; see the toolbox reference for each one's parameters)")
+
+
+class RegimeRunAlgorithmArgs(RunAlgorithmArgs):
+    """run_algorithm's arguments in an episode with an experiment budget."""
+
+    name: str = Field(max_length=64, description=_INTERVENTIONAL_HELP)
+    data: Literal["pooled", "observational"] = Field("pooled", description=(
+        "which rows: \"pooled\" (every row: gies and jci-pc read each row's regime, the "
+        "other algorithms read the rows as one table) or \"observational\" (the original "
+        "table only)"))
+
+
 class StabilityArgs(ToolArgs):
     name: str = Field("pc-fisherz", max_length=64, description=_ALGORITHM_HELP)
     n_boot: int = Field(20, ge=1, le=MAX_BOOTSTRAPS, description="bootstrap resamples")
@@ -83,18 +101,51 @@ def _format_params(params: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in params.items()) or "no parameters"
 
 
+def _regime_run(state: EpisodeState, args: RunAlgorithmArgs, variables: list[str] | None
+                ) -> AlgorithmResult | None:
+    """The run over every regime's rows (None: the observational table serves), memoized in
+    the episode by the algorithm, its parameters, the variables and the regimes so far."""
+    regimes = state.regimes
+    if regimes is None or getattr(args, "data", "pooled") != "pooled" \
+            or regimes.n_experiments == 0:
+        return None
+    key = ("run_algorithm", args.name, stable_hash(dict(args.params)), str(variables),
+           regimes.n_experiments)
+    result = regimes.memo.get(key)
+    if result is None:
+        rows, labels = regimes.pooled()
+        interventions = Interventions(labels, tuple(tuple(t) for t in regimes.intervened()))
+        result = run_algorithm(args.name, rows, state.names, params=dict(args.params),
+                               variables=variables, seed=int31_seed(state.sha256),
+                               interventions=interventions)
+        regimes.memo[key] = result
+    return result
+
+
 def _run_algorithm(state: EpisodeState, args: RunAlgorithmArgs) -> ToolResult:
-    get_algorithm(args.name)  # unknown names list the known ones
+    spec = get_algorithm(args.name)  # unknown names list the known ones
+    if spec.interventional and state.regimes is None:
+        raise HeuresisError(f"{args.name} reads experiments, and this episode has none (no "
+                            "experiment budget); the algorithms here: "
+                            + ", ".join(available_algorithms()))
     variables = None if args.variables is None else list(args.variables)
     if variables is not None:
         state.variables(variables)
-    result = cached_run_algorithm(args.name, state.data, state.names, state.sha256,
-                                  dict(args.params), variables, int31_seed(state.sha256))
+    result = _regime_run(state, args, variables)
+    if result is None:
+        result = cached_run_algorithm(args.name, state.data, state.names, state.sha256,
+                                      dict(args.params), variables, int31_seed(state.sha256))
     scope = (f"all {state.d} variables" if variables is None else
              f"{len(variables)} variables ({', '.join(variables)}; a partial graph: the other "
              "variables are left out, so an edge may stand for a path through them)")
     data = {"algorithm": args.name, "params": result.params, "variables": list(result.variables),
             "graph_type": result.graph_type, "runtime_seconds": result.runtime_seconds}
+    if state.regimes is not None:
+        rows = getattr(args, "data", "pooled")
+        data["data_rows"] = rows
+        if rows == "pooled" and state.regimes.n_experiments:
+            scope += (f", every regime ({state.regimes.n_experiments} experiment(s), "
+                      f"{state.regimes.pooled()[0].shape[0]} rows)")
     if not result.ok:
         return ToolResult.failure(f"{args.name} failed on {scope}: {result.error}", data)
     graph = result.full_graph(state.names)
@@ -176,6 +227,9 @@ def _orientation_probe(state: EpisodeState, args: PairProbeArgs) -> ToolResult:
     probe = orientation_probe(state.data[:, i], state.data[:, j], state.rng())
     anm, lingam = probe["anm"], probe["pairwise_lingam"]
     x, y = args.x, args.y
+    experiments = _experiment_lines(state, x, y)
+    if experiments is not None:
+        probe = {**probe, "experiments": experiments[1]}
 
     def named(direction: str | None) -> str:
         if direction is None:
@@ -192,8 +246,38 @@ def _orientation_probe(state: EpisodeState, args: PairProbeArgs) -> ToolResult:
         f"Pairwise LiNGAM likelihood ratio (positive favours {x} --> {y}; about 0 for "
         f"Gaussian data): entropy {lingam['entropy']:+.4f}, tanh {lingam['tanh']:+.4f}, "
         f"skew {lingam['skew']:+.4f} -> {named(lingam['direction'])}.",
+        *([] if experiments is None else experiments[0]),
     ])
     return ToolResult(text=text, data=probe)
+
+
+def _experiment_lines(state: EpisodeState, x: str, y: str
+                      ) -> tuple[list[str], list[dict[str, Any]]] | None:
+    """What the episode's experiments on x or y say about the direction (None without any):
+    a column that responds to an experiment on the other is its descendant."""
+    regimes = state.regimes
+    if regimes is None or not regimes.n_experiments:
+        return None
+    lines, records = [], []
+    for regime in regimes.regimes[1:]:
+        if regime.target not in (x, y):
+            continue
+        other = y if regime.target == x else x
+        response = regimes.responses.get(regime.index, {}).get(other, {})
+        if "p_holm" not in response:
+            continue
+        moved = bool(response["moved"])
+        records.append({"regime": regime.index, "target": regime.target, "column": other,
+                        "p_holm": response["p_holm"], "moved": moved})
+        lines.append(f"Experiment {regime.index}, {regime.describe()}: {other} "
+                     f"{'responds' if moved else 'does not respond'} (p_holm "
+                     f"{response['p_holm']:.3g}) -> "
+                     + (f"{regime.target} is an ancestor of {other}" if moved else
+                        f"{other} is not a descendant of {regime.target}"))
+    if not lines:
+        lines = [f"No experiment on {x} or {y} yet: intervene on one of them for direct "
+                 "evidence of the direction."]
+    return ["Experiments:", *lines], records
 
 
 def _deletion_log(state: EpisodeState, args: NoArgs) -> ToolResult:
@@ -262,8 +346,20 @@ def _evidence_grid(state: EpisodeState, args: NoArgs) -> ToolResult:
         "variable, or the target's PC-KCI neighbours. Variables: linear and nonlinear R^2 from "
         "all others, skewness, excess kurtosis, degrees in PC-KCI's and PC-Fisher-z's output.",
         "", grid.table_text()]
-    return ToolResult(text="\n".join(legend), data={
-        "rows": grid.rows(), "nodes": grid.node_rows(), "settings": grid.settings})
+    data = {"rows": grid.rows(), "nodes": grid.node_rows(), "settings": grid.settings}
+    regimes = state.regimes
+    if regimes is not None and regimes.n_experiments:
+        # the grid itself reads the observational table; the experiments come beside it
+        responses = [{"regime": r.index, "target": r.target, "value": r.value,
+                      "moved": [c for c, e in regimes.responses.get(r.index, {}).items()
+                                if e.get("moved")]} for r in regimes.regimes[1:]]
+        legend += ["", "Experiments (the grid above reads the observational rows): the columns "
+                   "that responded to each, i.e. the target's descendants:",
+                   *(f"  {r['regime']}: do({r['target']} = "
+                     f"{'randomized' if r['value'] is None else r['value']}) moved "
+                     f"{', '.join(r['moved']) or 'none'}" for r in responses)]
+        data["experiments"] = responses
+    return ToolResult(text="\n".join(legend), data=data)
 
 
 register_tool(Tool(
@@ -273,7 +369,8 @@ register_tool(Tool(
                 "or on a subset (a partial graph), and show its output graph. The working "
                 "graph is not changed; use save_as and load_graph, or edit it yourself.",
     args_model=RunAlgorithmArgs, run=_run_algorithm, category="algorithm",
-    writes_memory=True))  # save_as=name stores its output
+    writes_memory=True,  # save_as=name stores its output
+    experiment_args=RegimeRunAlgorithmArgs))
 register_tool(Tool(
     name="stability",
     description="Bootstrap stability of an algorithm: how often each pair is adjacent (and "

@@ -25,14 +25,27 @@ class RunCodeArgs(ToolArgs):
 
 
 def _open_sandbox(state: EpisodeState):
-
-    return Sandbox(state.data, state.names)
+    """The episode's sandbox over the data; with experiments, over every row so far, with
+    ``regimes`` (each row's regime: 0 observational, k the k-th experiment) and
+    ``experiments`` (regime k's target and value at position k − 1)."""
+    regimes = state.regimes
+    if regimes is None:
+        return Sandbox(state.data, state.names)
+    rows, labels = regimes.pooled()
+    return Sandbox(rows, state.names, regimes=labels,
+                   experiments=[r.to_dict() for r in regimes.regimes[1:]])
 
 
 def _run_code(state: EpisodeState, args: RunCodeArgs) -> ToolResult:
+    regimes = state.regimes
+    if regimes is not None and state.sandbox is not None \
+            and regimes.memo.get(("sandbox",)) != regimes.n_experiments:
+        close_sandbox(state)  # an experiment since: the next sandbox holds its rows too
     if state.sandbox is None:
         try:
             state.sandbox = _open_sandbox(state)
+            if regimes is not None:
+                regimes.memo[("sandbox",)] = regimes.n_experiments
         except ImportError as exc:
             return ToolResult.failure(
                 "run_code is unavailable: the sandbox module (heuresis_env.env.sandbox) is not "

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
 import numpy as np
 from pydantic import Field
 
+from heuresis_env.env.toolbox.regimes import constant_columns
 from heuresis_env.env.toolbox.registry import (
     NoArgs,
     RLSpec,
@@ -35,6 +38,21 @@ class CITestArgs(ToolArgs):
         "kci-block (kci on blocks of rows, combined), rcit / rcot (fast random-feature kernel "
         "tests), dcor (distance correlation), gcm (generalised covariance measure: "
         "cross-fitted nonparametric regressions on the conditioning set)"))
+
+
+#: the ``data`` argument of the tools that read rows, in an episode with experiments
+ROWS_DESCRIPTION = (
+    "which rows: \"pooled\" (every row; the regime enters as a context variable: "
+    "the test conditions on which experiment each row came from), \"observational\" "
+    "(the original table only), or a regime number k (the rows of the k-th intervene call "
+    "only)")
+RowChoice = Literal["pooled", "observational"] | Annotated[int, Field(ge=0, le=10_000)]
+
+
+class RegimeCITestArgs(CITestArgs):
+    """ci_test's arguments in an episode with an experiment budget."""
+
+    data: RowChoice = Field("pooled", description=ROWS_DESCRIPTION)
 
 
 def _describe_data(state: EpisodeState, args: NoArgs) -> ToolResult:
@@ -85,8 +103,22 @@ def _ci_test(state: EpisodeState, args: CITestArgs) -> ToolResult:
     given = state.variables(args.given)
     if i in given or j in given:
         raise HeuresisError(f"the conditioning set {list(args.given)} contains x or y")
-    result = state.ci_test(args.method).test(i, j, given)
+    which = getattr(args, "data", "pooled")
+    tester, context = state.regime_ci_test(args.method, which)
+    if which not in ("pooled", "observational"):
+        regime = state.require_regimes().block(which)
+        fixed = constant_columns(regime.rows, [i, j, *given])
+        if fixed:
+            raise HeuresisError(
+                f"{', '.join(state.names[c] for c in fixed)} is held fixed in regime {which} "
+                f"({regime.describe()}), so it cannot be tested on that regime's rows alone; "
+                "use data=\"pooled\"")
+    result = tester.test(i, j, [*given, *context])
     condition = f" | {{{', '.join(args.given)}}}" if args.given else ""
+    if context:
+        condition = f" | {{{', '.join([*args.given, 'regime'])}}}"
+    elif which not in ("pooled", "observational"):
+        condition += f" on regime {which}"
     decision = ("independence rejected" if result.p_value <= REPORT_ALPHA
                 else "independence not rejected")
     ran = "" if result.method == args.method else f" (ran {result.method})"
@@ -95,6 +127,8 @@ def _ci_test(state: EpisodeState, args: CITestArgs) -> ToolResult:
             f"{REPORT_ALPHA}).")
     data = {"x": args.x, "y": args.y, "given": list(args.given), "method": args.method,
             "statistic": result.statistic, "p_value": result.p_value}
+    if state.regimes is not None:
+        data.update(data_rows=which, n_rows=tester.n)
     if ran:  # kci-auto: the test that ran
         data["ran"] = result.method
     return ToolResult(text=text, data=data)
@@ -118,5 +152,5 @@ register_tool(Tool(
     description="Test whether x and y are independent given a set of variables: returns the "
                 "statistic and p-value of the chosen test (Fisher-z, KCI, RCIT, RCoT, "
                 "distance correlation). A small p-value is evidence of dependence.",
-    args_model=CITestArgs, run=_ci_test, category="data",
+    args_model=CITestArgs, run=_ci_test, category="data", experiment_args=RegimeCITestArgs,
     rl=RLSpec("test", "unordered", make_args=_rl_test_args)))

@@ -14,6 +14,7 @@ from heuresis_env.discovery.algorithms import ALGORITHMS
 from heuresis_env.env.toolbox.registry import (
     CATEGORIES,
     MAX_ACTION_CHARS,
+    RL_EXPERIMENT_OPERATIONS,
     RL_OPERATIONS,
     TOOLS,
     Tool,
@@ -22,6 +23,7 @@ from heuresis_env.env.toolbox.state import agent_ci_tests
 
 _CATEGORY_TITLES = {
     "data": "Variable level: the data and independence tests",
+    "experiment": "Experiments (with an experiment budget: the -int ids, experiments=ROWS)",
     "algorithm": "Graph level: algorithms, stability, orientation, the deletion log",
     "code": "Code",
     "graph edit": "Editing the working graph",
@@ -57,13 +59,16 @@ def _type_text(schema: dict[str, Any]) -> str:
     return kind
 
 
-def _arguments_table(tool: Tool) -> list[str]:
-    schema = tool.parameters_schema()
+def _arguments_table(tool: Tool, experiments: bool = False) -> list[str]:
+    schema = tool.parameters_schema(experiments)
     properties = schema.get("properties", {})
     if not properties:
         return ["No arguments."]
     required = set(schema.get("required", []))
     lines = ["| argument | type | default | description |", "|---|---|---|---|"]
+    if experiments:  # only what the experiment budget adds or changes
+        plain = tool.parameters_schema().get("properties", {})
+        properties = {k: v for k, v in properties.items() if plain.get(k) != v}
     for name, prop in properties.items():
         default = "required" if name in required else f"`{json.dumps(prop.get('default'))}`"
         if name not in required and "default" not in prop:
@@ -81,6 +86,8 @@ def _offered_in(tool: Tool) -> str:
         parts.append("full and minimal toolbox" if tool.minimal else "full toolbox only")
     if tool.guided_only:
         parts.append("guided condition only")
+    if tool.experiments_only:
+        parts.append("with an experiment budget only")
     if tool.tasks == ("graph",):
         parts.append("graph episodes only")
     elif tool.tasks == ("qa",):
@@ -92,14 +99,17 @@ def _algorithms_section() -> list[str]:
 
     lines = ["## Reference algorithms", "",
              "Names accepted by `run_algorithm` and `stability` (parameters not given keep "
-             "their defaults):", "",
+             "their defaults; the interventional ones, `run_algorithm` with an experiment "
+             "budget only):", "",
              "| name | output | parameters (default) | description |", "|---|---|---|---|"]
     for spec in ALGORITHMS.values():
         described = spec.describe()
         params = ", ".join(f"`{k}`={json.dumps(v['default'])}"
                            for k, v in described["params"].items()) or "none"
         first_line = " ".join(str(described["description"]).split())
-        lines.append(f"| `{spec.name}` | {described['graph_type']} | {params} | {first_line} |")
+        kind = " (interventional)" if spec.interventional else ""
+        lines.append(f"| `{spec.name}`{kind} | {described['graph_type']} | {params} | "
+                     f"{first_line} |")
     return lines
 
 
@@ -119,12 +129,14 @@ def _rl_section() -> list[str]:
              "order (p = d(d-1)/2 unordered pairs):", "",
              "| operation | tool call | ranges over |", "|---|---|---|"]
     ranges = {"unordered": "unordered pairs (p actions)",
-              "ordered": "ordered pairs (2p actions)", "none": "one action"}
+              "ordered": "ordered pairs (2p actions)", "none": "one action",
+              "variable": "variables (d actions), appended with an experiment budget only"}
     calls = {"add": "`add_edge(x, y, directed=false)`", "remove": "`remove_edge(x, y)`",
              "orient": "`orient_edge(x, y)`",
              "test": "`ci_test(x, y, given=<PC-Fisher-z's deleting set, or []>, method=\"kci\")`",
-             "submit": "`submit()`"}
-    for operation in RL_OPERATIONS:
+             "submit": "`submit()`",
+             "intervene": "`intervene(x, value=null, n=min(100, budget))`"}
+    for operation in (*RL_OPERATIONS, *RL_EXPERIMENT_OPERATIONS):
         tool = providers.get(operation)
         if tool is None or tool.rl is None:
             continue
@@ -158,7 +170,9 @@ def render_reference() -> str:
         "Toolboxes: `full` (every tool), `minimal` (no `run_code`, `stability`, "
         "`orientation_probe`) and `code` (only `run_code` and the tool that ends the episode). "
         "Graph episodes end with `submit`; question episodes (`task=\"qa\"`, see "
-        "`docs/questions.md`) end with `answer` instead.",
+        "`docs/questions.md`) end with `answer` instead. An episode with an experiment budget "
+        "(the `-int` ids, `experiments=ROWS`; see `docs/experiments.md`) adds `intervene`, "
+        "and its data tools read the experiments' rows.",
         "",
         "| tool | level | offered in | edits the graph |",
         "|---|---|---|---|",
@@ -177,6 +191,10 @@ def render_reference() -> str:
                       + (" Draws from the call's random generator." if tool.random else ""),
                       ""]
             lines += _arguments_table(tool)
+            if tool.experiment_args is not None:
+                lines += ["", "With an experiment budget the arguments grow "
+                          f"(`{tool.signature(True)}`):", ""]
+                lines += _arguments_table(tool, experiments=True)
     lines += [""] + _algorithms_section() + [""] + _ci_tests_section() + [""] + _rl_section()
     return "\n".join(lines) + "\n"
 

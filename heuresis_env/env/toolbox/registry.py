@@ -45,11 +45,16 @@ MAX_LIST_ITEMS = 512
 TOOLBOXES = ("full", "minimal", "code")
 #: the operations of the RL view's discrete action table, in table order
 RL_OPERATIONS = ("add", "remove", "orient", "test", "submit")
-#: how an RL operation ranges over variables: unordered pairs i < j, ordered pairs i ≠ j, or once
-RL_PAIR_KINDS = ("unordered", "ordered", "none")
+#: operations appended to the table only when a tool offering them is offered: ``intervene``,
+#: with an experiment budget (so the observational table stays as it was)
+RL_EXPERIMENT_OPERATIONS = ("intervene",)
+#: how an RL operation ranges over variables: unordered pairs i < j, ordered pairs i ≠ j, single
+#: variables, or once
+RL_PAIR_KINDS = ("unordered", "ordered", "variable", "none")
 #: tool categories, in the order the reference and the task statement list them
 CATEGORIES = (
     "data",        # variable level: describe the data, (conditional) independence tests
+    "experiment",  # experiments on the hidden model, under a budget of rows
     "algorithm",   # graph level: reference algorithms, stability, orientation, deletion log
     "code",        # sandboxed Python over the data
     "graph edit",  # edit the working graph, submit it
@@ -128,7 +133,8 @@ class ToolResult:
 class RLSpec:
     """How a tool appears in the RL view's discrete action table.
 
-    ``make_args(state, i, j)`` gives the text-view arguments of the action on pair (i, j), so
+    ``make_args(state, i, j)`` gives the text-view arguments of the action on pair (i, j) (on
+    variable i, j = −1, for a ``"variable"`` operation), so
     an RL action is always the same as one text-view tool call. ``apply(state, i, j)`` is the
     allocation-free index kernel the RL view runs instead of parsing those arguments (it
     returns an error message or None); operations without ``apply`` (test, submit) are served
@@ -141,8 +147,9 @@ class RLSpec:
     apply: Callable[[EpisodeState, int, int], str | None] | None = None
 
     def __post_init__(self) -> None:
-        if self.operation not in RL_OPERATIONS:
-            raise UnknownNameError("RL operation", self.operation, RL_OPERATIONS)
+        if self.operation not in (*RL_OPERATIONS, *RL_EXPERIMENT_OPERATIONS):
+            raise UnknownNameError("RL operation", self.operation,
+                                   (*RL_OPERATIONS, *RL_EXPERIMENT_OPERATIONS))
         if self.pairs not in RL_PAIR_KINDS:
             raise UnknownNameError("RL pair kind", self.pairs, RL_PAIR_KINDS)
 
@@ -158,7 +165,10 @@ class Tool:
     store a graph in the episode's graph memory (replacing one of the same name), so they are
     not read-only though they leave the working graph alone. ``tasks`` are the episode
     tasks that offer the tool; ``ends_episode`` marks the tool that ends one (``submit``,
-    ``answer``), which every toolbox has.
+    ``answer``), which every toolbox has. ``experiments_only`` tools exist only in an episode
+    with an experiment budget (``experiments=ROWS``, the ``-int`` ids); a tool whose
+    arguments grow there (which rows to read) names that model ``experiment_args``, a
+    subclass of ``args_model``, so an observational episode's tools are exactly as before.
     """
 
     name: str
@@ -174,6 +184,8 @@ class Tool:
     rl: RLSpec | None = None
     tasks: tuple[str, ...] = TASKS
     ends_episode: bool = False
+    experiments_only: bool = False
+    experiment_args: type[ToolArgs] | None = None
 
     def __post_init__(self) -> None:
         bad_tasks = [t for t in self.tasks if t not in TASKS]
@@ -185,22 +197,35 @@ class Tool:
             raise UnknownNameError("tool category", self.category, CATEGORIES)
         if not (isinstance(self.args_model, type) and issubclass(self.args_model, ToolArgs)):
             raise HeuresisError(f"tool {self.name!r}: args_model must subclass ToolArgs")
+        if self.experiment_args is not None and not (
+                isinstance(self.experiment_args, type)
+                and issubclass(self.experiment_args, self.args_model)):
+            raise HeuresisError(f"tool {self.name!r}: experiment_args must subclass args_model")
+
+    def arguments(self, experiments: bool = False) -> type[ToolArgs]:
+        """The argument model of an episode without (or, ``experiments``, with) an experiment
+        budget."""
+        return self.experiment_args if experiments and self.experiment_args else self.args_model
 
     @property
     def summary(self) -> str:
         """The description's first sentence (one line in the task statement)."""
         return _summary(self.description)
 
-    def parameters_schema(self) -> dict[str, Any]:
+    def parameters_schema(self, experiments: bool = False) -> dict[str, Any]:
         """The JSON schema of the arguments (pydantic's, without the noise of titles)."""
-        return _strip_titles(self.args_model.model_json_schema())
+        return _strip_titles(self.arguments(experiments).model_json_schema())
 
-    def signature(self) -> str:
+    def signature(self, experiments: bool = False) -> str:
         """``name(arg, arg=default, ...)`` as a newcomer reads it."""
-        return _signature(self.name, self.args_model)
+        return _signature(self.name, self.arguments(experiments))
 
-    def unavailable_reason(self, toolbox: str, guided: bool, task: str = "graph") -> str | None:
+    def unavailable_reason(self, toolbox: str, guided: bool, task: str = "graph",
+                           experiments: bool = False) -> str | None:
         """Why the tool is not offered in this configuration, or None when it is."""
+        if self.experiments_only and not experiments:
+            return (f"{self.name} is available only with an experiment budget (the -int ids, "
+                    "or experiments=ROWS)")
         if task not in self.tasks:
             where = " and ".join(_TASK_EPISODES[t] for t in self.tasks)
             return f"{self.name} is offered only in {where}"
@@ -280,16 +305,18 @@ def check_configuration(toolbox: str, guided: bool, task: str = "graph") -> None
 
 
 def available_tools(toolbox: str = "full", guided: bool = False,
-                    task: str = "graph") -> list[Tool]:
-    """The tools offered in one configuration, grouped by category in registry order."""
+                    task: str = "graph", experiments: bool = False) -> list[Tool]:
+    """The tools offered in one configuration (``experiments``: an experiment budget),
+    grouped by category in registry order."""
     check_configuration(toolbox, guided, task)
     offered = [t for t in TOOLS.values()
-               if t.unavailable_reason(toolbox, bool(guided), task) is None]
+               if t.unavailable_reason(toolbox, bool(guided), task, bool(experiments)) is None]
     return sorted(offered, key=lambda t: CATEGORIES.index(t.category))
 
 
 def tool_schemas(toolbox: str = "full", guided: bool = False,
-                 style: str = "openai", task: str = "graph") -> list[dict[str, Any]]:
+                 style: str = "openai", task: str = "graph",
+                 experiments: bool = False) -> list[dict[str, Any]]:
     """Function-calling schemas of the offered tools.
 
     ``style="openai"``: ``{"type": "function", "function": {name, description, parameters}}``;
@@ -299,8 +326,8 @@ def tool_schemas(toolbox: str = "full", guided: bool = False,
     if style not in styles:
         raise UnknownNameError("schema style", style, styles)
     out = []
-    for tool in available_tools(toolbox, guided, task):
-        parameters = tool.parameters_schema()
+    for tool in available_tools(toolbox, guided, task, experiments):
+        parameters = tool.parameters_schema(experiments)
         if style == "openai":
             out.append({"type": "function", "function": {
                 "name": tool.name, "description": tool.description, "parameters": parameters}})
@@ -416,7 +443,7 @@ def _decode(action: Any) -> dict[str, Any]:
     return action
 
 
-def _describe_validation(tool: Tool, exc: ValidationError) -> str:
+def _describe_validation(tool: Tool, exc: ValidationError, experiments: bool = False) -> str:
     problems = []
     for error in exc.errors()[:5]:
         location = ".".join(str(p) for p in error["loc"]) or "args"
@@ -426,16 +453,16 @@ def _describe_validation(tool: Tool, exc: ValidationError) -> str:
         problems.append(f"{location}: {message}")
     more = f" (and {exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
     return (f"bad arguments for {tool.name}: {'; '.join(problems)}{more}. "
-            f"Usage: {tool.signature()}")
+            f"Usage: {tool.signature(experiments)}")
 
 
-def _offered(toolbox: str, guided: bool, task: str) -> list[str]:
+def _offered(toolbox: str, guided: bool, task: str, experiments: bool = False) -> list[str]:
     """The offered tools' names, for an error message (built only when one is needed)."""
-    return [t.name for t in available_tools(toolbox, guided, task)]
+    return [t.name for t in available_tools(toolbox, guided, task, experiments)]
 
 
 def parse_action(action: Any, toolbox: str = "full", guided: bool = False,
-                 task: str = "graph") -> ParsedAction:
+                 task: str = "graph", experiments: bool = False) -> ParsedAction:
     """Validate an action against the registry; raises :class:`ActionError` and nothing else."""
     try:
         decoded = _decode(action)
@@ -449,20 +476,22 @@ def parse_action(action: Any, toolbox: str = "full", guided: bool = False,
         tool = TOOLS.get(name)
         if tool is None:
             raise ActionError(str(UnknownNameError("tool", name[:MAX_NAME_CHARS],
-                                                   _offered(toolbox, guided, task))))
-        reason = tool.unavailable_reason(toolbox, bool(guided), task)
+                                                   _offered(toolbox, guided, task,
+                                                            experiments))))
+        reason = tool.unavailable_reason(toolbox, bool(guided), task, bool(experiments))
         if reason is not None:
-            raise ActionError(f"{reason}. Tools: {', '.join(_offered(toolbox, guided, task))}")
+            raise ActionError(f"{reason}. Tools: "
+                              f"{', '.join(_offered(toolbox, guided, task, experiments))}")
         args = decoded.get("args", {})
         if args is None:
             args = {}
         if not isinstance(args, dict):
             raise ActionError(f"'args' must be a JSON object, got a {type(args).__name__}. "
-                              f"Usage: {tool.signature()}")
+                              f"Usage: {tool.signature(experiments)}")
         try:
-            model = tool.args_model.model_validate(args)
+            model = tool.arguments(experiments).model_validate(args)
         except ValidationError as exc:
-            raise ActionError(_describe_validation(tool, exc)) from None
+            raise ActionError(_describe_validation(tool, exc, experiments)) from None
         return ParsedAction(tool, model, model.model_dump(mode="json"))
     except ActionError:
         raise

@@ -14,6 +14,7 @@ import numpy as np
 
 from heuresis_env.discovery.citests import available_ci_tests, make_ci_test
 from heuresis_env.discovery.citests.base import CI_TESTS, ci_test_class
+from heuresis_env.env.toolbox.regimes import Regimes, regime_data
 from heuresis_env.errors import HeuresisError, UnknownNameError
 from heuresis_env.graphs import Edge, EdgeMark, Graph
 from heuresis_env.seeding import MAX_INT31, instance_seed, int31_seed
@@ -46,7 +47,8 @@ class EpisodeState:
     def __init__(self, data: np.ndarray, names: Sequence[str], sha256: str, *,
                  guided: bool = False, target: str = "none", toolbox: str = "full",
                  evidence: EvidenceProvider | None = None,
-                 working_graph: Graph | None = None, question: PublicQuestion | None = None):
+                 working_graph: Graph | None = None, question: PublicQuestion | None = None,
+                 regimes: Regimes | None = None):
         if target not in TARGETS:
             raise UnknownNameError("target", target, TARGETS)
         data = np.asarray(data, dtype=np.float64)
@@ -77,6 +79,9 @@ class EpisodeState:
         # question episodes: the public question, and the answer (by column position) once given
         self.question = question
         self.answer: Any = None
+        # episodes with an experiment budget: the observational rows and each experiment's
+        self.regimes = regimes
+        self._regime_tests: dict[tuple, CITest] = {}
 
     # ---- names ----------------------------------------------------------------------------
 
@@ -86,6 +91,14 @@ class EpisodeState:
             raise HeuresisError("this episode state has no evidence provider (build it with "
                                 "evidence=EvidenceProvider(...))")
         return self.evidence
+
+    def require_regimes(self) -> Regimes:
+        """The episode's regimes (an error in an episode without an experiment budget)."""
+        if self.regimes is None:
+            raise HeuresisError("this episode has no experiment budget; experiments need the "
+                                "-int ids or experiments=ROWS")
+        return self.regimes
+
     def variable(self, name: str) -> int:
         """Column index of a variable name; unknown names list the known ones."""
         try:
@@ -128,6 +141,32 @@ class EpisodeState:
             tester = make_ci_test(method, self.data, **params)
             self._ci_tests[method] = tester
         return tester
+
+    def regime_ci_test(self, method: str, which: str | int) -> tuple[CITest, list[int]]:
+        """The CI test of ``method`` over the rows ``which`` selects (see
+        :func:`~heuresis_env.env.toolbox.regimes.regime_data`) and the context columns every
+        test there conditions on. Without experiments (or ``"pooled"`` before any) it is
+        :meth:`ci_test` on the data, with its caches."""
+        regimes = self.regimes
+        if regimes is None or (which == "pooled" and regimes.n_experiments == 0):
+            if which not in ("pooled", "observational"):
+                raise HeuresisError(f"no regime {which!r}: this episode has the observational "
+                                    "rows only")
+            return self.ci_test(method), []
+        if which == "observational":
+            return self.ci_test(method), []
+        key = (method, which, regimes.n_experiments)
+        tester = self._regime_tests.get(key)
+        table, n_context = regime_data(regimes, which)
+        if tester is None:
+            if method not in CI_TESTS or method in ORACLE_CI_TESTS:
+                raise UnknownNameError("CI test", method, agent_ci_tests())
+            params: dict[str, Any] = {"disk_cache": False}
+            if ci_test_class(method).seeded:
+                params["seed"] = int31_seed(self.sha256)
+            tester = make_ci_test(method, table, **params)
+            self._regime_tests[key] = tester
+        return tester, list(range(self.d, self.d + n_context))
 
     # ---- graph helpers -------------------------------------------------------------------
     def edge_text(self, i: int, j: int, graph: Graph | None = None) -> str | None:

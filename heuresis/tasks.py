@@ -45,12 +45,13 @@ def causal_discovery(family: str = "all", split: str = "dev", count: int | None 
                      token_budget: int = DEFAULT_TOKEN_BUDGET_PER_TURN, prompt_level: int = 1,
                      target: str = "none", guided: bool = False, toolbox: str = "full",
                      d: int | None = None, n: int | None = None, bca: bool = True,
-                     native_tools: bool = True, epochs: int = 1) -> Task:
+                     native_tools: bool = True, epochs: int = 1, experiments: int = 0) -> Task:
     """Recover the causal graph behind an anonymous data table, one sample per instance of
     ``family`` (comma-separated, or ``all``) on ``split``; scored by adjacency F1, SHD and the
-    residual gain over BCA_φ (``agents.inspect_task.causal_discovery_task``)."""
+    residual gain over BCA_φ (``agents.inspect_task.causal_discovery_task``). ``experiments``
+    is an experiment budget in rows (the ``intervene`` tool; docs/experiments.md)."""
     settings = episode_settings(max_steps, max_seconds, token_budget, prompt_level, target,
-                                guided, toolbox)
+                                guided, toolbox, experiments)
     return causal_discovery_task(family, split, count, settings, d=d, n=n, bca=bca,
                                  native_tools=native_tools, epochs=epochs)
 

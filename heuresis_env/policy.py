@@ -32,7 +32,8 @@ class EpisodeSettings:
 
     The environment enforces the step and wall budgets; a language-model policy also obeys
     ``token_budget_per_turn``, ``prompt_level`` and ``target``. Scripted policies may ignore
-    what does not apply to them, but they receive the same object.
+    what does not apply to them, but they receive the same object. ``experiments`` is the
+    experiment budget in rows (0: the observational benchmark; ``docs/experiments.md``).
     """
 
     max_steps: int = DEFAULT_MAX_STEPS
@@ -42,9 +43,15 @@ class EpisodeSettings:
     target: str = "none"
     guided: bool = False
     toolbox: str = "full"
+    experiments: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The settings as JSON; an observational run's (experiments 0) as they were before
+        experiments existed, so its stored config still matches."""
+        settings = asdict(self)
+        if not settings["experiments"]:
+            del settings["experiments"]
+        return settings
 
 
 class Policy(ABC):

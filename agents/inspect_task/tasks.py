@@ -76,7 +76,7 @@ def episode_settings(max_steps: int = DEFAULT_MAX_STEPS,
                      max_seconds: float = DEFAULT_MAX_SECONDS,
                      token_budget: int = DEFAULT_TOKEN_BUDGET_PER_TURN, prompt_level: int = 1,
                      target: str = "none", guided: bool = False,
-                     toolbox: str = "full") -> EpisodeSettings:
+                     toolbox: str = "full", experiments: int = 0) -> EpisodeSettings:
     """The run's :class:`~heuresis_env.policy.EpisodeSettings` from a task's options
     (``token_budget`` is ``token_budget_per_turn``), checked."""
     if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 1:
@@ -84,7 +84,8 @@ def episode_settings(max_steps: int = DEFAULT_MAX_STEPS,
     return EpisodeSettings(max_steps=max_steps, max_seconds=float(max_seconds),
                            token_budget_per_turn=token_budget,
                            prompt_level=check_prompt_level(prompt_level),
-                           target=check_target(target), guided=bool(guided), toolbox=toolbox)
+                           target=check_target(target), guided=bool(guided), toolbox=toolbox,
+                           experiments=int(experiments))
 
 
 def _check_environment(family: str, settings: EpisodeSettings, split: str, d: int | None,

@@ -139,7 +139,8 @@ class LLMPolicy(Policy):
                                 "view of a Heuresis environment (interface='text')")
         self._names = [str(n) for n in names]
         task = "qa" if info.get("question") else "graph"
-        schemas = tool_schemas(settings.toolbox, settings.guided, "openai", task)
+        schemas = tool_schemas(settings.toolbox, settings.guided, "openai", task,
+                               settings.experiments > 0)
         self._tool_names = [s["function"]["name"] for s in schemas]
         self._tools = schemas if self.native_tools else None
         self._reset_counters()

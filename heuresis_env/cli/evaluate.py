@@ -29,7 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a family name (lg, anm, hetero, wild, mixed, gauntlet, "
                              "bnlearn-alarm, sachs, or any registered one), several joined by "
                              "commas, 'all' (the six benchmark families; default) or 'bnlearn' (the "
-                             "seven BNLearn structures)")
+                             "seven BNLearn structures); with -int (wild-int, all-int) the same "
+                             "with an experiment budget of 500 rows (docs/experiments.md)")
     parser.add_argument("--dataset", default=None, metavar="CSV",
                         help="play your own table: a CSV with a header row of column names "
                              "(then --family is not needed)")
@@ -62,6 +63,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     budgets.add_argument("--token-budget", type=int, default=defaults.token_budget_per_turn,
                          help="tokens per turn for language-model policies (default "
                               f"{defaults.token_budget_per_turn})")
+    budgets.add_argument("--experiments", type=int, default=None, metavar="ROWS",
+                         help="experiment budget in rows for any family: the intervene tool "
+                              "draws rows under do() from the hidden model (default: 0, the "
+                              "observational benchmark; 500 for the -int families)")
     budgets.add_argument("--guided", action=argparse.BooleanOptionalAction,
                          default=defaults.guided,
                          help="start from PC-KCI's output with the deletion log (default: no)")
@@ -109,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
     settings = EpisodeSettings(max_steps=args.max_steps, max_seconds=args.max_seconds,
                                token_budget_per_turn=args.token_budget,
                                prompt_level=args.prompt_level, target=args.target,
-                               guided=args.guided, toolbox=args.toolbox)
+                               guided=args.guided, toolbox=args.toolbox,
+                               experiments=args.experiments or 0)
     families = "all" if args.family == "all" else [
         name.strip() for name in args.family.split(",") if name.strip()]
     datasets = []

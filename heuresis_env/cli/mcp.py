@@ -29,6 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--index", type=int, default=None,
                         help="instance index of the first episode (default: drawn from --seed)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the first episode")
+    parser.add_argument("--experiments", type=int, default=0, metavar="ROWS",
+                        help="experiment budget in rows: offers the intervene tool "
+                             "(docs/experiments.md; default 0, none)")
     parser.add_argument("--guided", action=argparse.BooleanOptionalAction, default=False,
                         help="start from PC-KCI's output (default: unguided, empty graph)")
     parser.add_argument("--toolbox", default="full", choices=TOOLBOXES)
@@ -101,7 +104,8 @@ def run(args: argparse.Namespace) -> int:
     episodes = EpisodeServer(family=args.family, split=args.split, guided=args.guided,
                              toolbox=args.toolbox, target=args.target, max_steps=args.max_steps,
                              max_seconds=args.max_seconds, d=args.d, n=args.n,
-                             trace_dir=trace_dir, index=args.index, seed=args.seed)
+                             trace_dir=trace_dir, index=args.index, seed=args.seed,
+                             experiments=args.experiments)
     where = ("stdio" if args.transport == "stdio"
              else f"http://{HOST}:{args.port}/mcp (streamable HTTP)")
     token = os.environ.get(TOKEN_ENV) or new_token()

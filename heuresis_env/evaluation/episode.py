@@ -142,6 +142,8 @@ def environment_kwargs(settings: EpisodeSettings, split: str, d: int | None, n: 
               "toolbox": settings.toolbox, "d": d, "n": n, "interface": interface}
     if task != "graph":
         kwargs.update(task=task, name_mode=name_mode)
+    if settings.experiments:
+        kwargs["experiments"] = settings.experiments
     return kwargs
 
 

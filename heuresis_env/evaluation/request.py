@@ -16,9 +16,10 @@ import dataclasses
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from heuresis_env.budgets import DEFAULT_EXPERIMENT_ROWS
 from heuresis_env.errors import HeuresisError, UnknownNameError
 from heuresis_env.evaluation.policies import check_policy_name
 from heuresis_env.evaluation.policy_process import ISOLATION_LEVELS
@@ -27,7 +28,7 @@ from heuresis_env.generation.salts import SaltArgument, SealedSalt, sealing_salt
 from heuresis_env.isolation.endpoint_proxy import parse_endpoint
 from heuresis_env.policy import EpisodeSettings
 from heuresis_env.questions import NAME_MODES
-from heuresis_env.registration import TASKS
+from heuresis_env.registration import TASKS, interventional_family
 
 PROMPT_LEVELS = (1, 2, 3, 4)
 
@@ -47,7 +48,7 @@ def check_settings(settings: EpisodeSettings | Mapping[str, Any] | None) -> Epis
     if settings is None:
         return EpisodeSettings()
     if isinstance(settings, Mapping):
-        known = set(EpisodeSettings().to_dict())
+        known = {f.name for f in fields(EpisodeSettings)}
         unknown = sorted(set(settings) - known)
         if unknown:
             raise HeuresisError(f"unknown episode settings {unknown}; known: {sorted(known)}")
@@ -64,9 +65,27 @@ def check_settings(settings: EpisodeSettings | Mapping[str, Any] | None) -> Epis
     if settings.prompt_level not in PROMPT_LEVELS:
         raise HeuresisError(f"prompt_level must be one of {list(PROMPT_LEVELS)}, got "
                             f"{settings.prompt_level!r}")
+    check_int("experiments", settings.experiments, 0)
     if settings.max_seconds is not None:
         settings = replace(settings, max_seconds=float(settings.max_seconds))
     return settings
+
+
+def interventional_families(families: str | tuple[str, ...], settings: EpisodeSettings
+                            ) -> tuple[str | tuple[str, ...], EpisodeSettings]:
+    """``wild-int``, ``all-int``: the families without the suffix, and the settings with the
+    default experiment budget when none was given (``docs/experiments.md``). A run has one
+    budget, so interventional and observational names do not mix."""
+    names = [families] if isinstance(families, str) else list(families)
+    split = [interventional_family(name) for name in names]
+    marked = {flag for _, flag in split}
+    if marked == {True, False}:
+        raise HeuresisError("a run has one experiment budget: give every family with -int "
+                            "or none (and --experiments ROWS for any family)")
+    if True in marked and not settings.experiments:
+        settings = replace(settings, experiments=DEFAULT_EXPERIMENT_ROWS)
+    plain = [name for name, _ in split]
+    return (plain[0] if isinstance(families, str) else tuple(plain)), settings
 
 
 def check_policy_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -120,6 +139,9 @@ class RunRequest:
         if self.count is not None:
             put("count", check_int("count", self.count, 1))
         put("settings", check_settings(self.settings))
+        families, settings = interventional_families(self.families, self.settings)
+        put("families", families)
+        put("settings", settings)
         put("policy_options", check_policy_options(self.policy_options))
         if self.task not in TASKS:
             raise UnknownNameError("task", self.task, TASKS)

@@ -136,7 +136,7 @@ class EpisodeServer:
                  max_steps: int = DEFAULT_MAX_STEPS,
                  max_seconds: float | None = DEFAULT_MAX_SECONDS, d: int = 10, n: int = 600,
                  trace_dir: str | Path | None = None, index: int | None = None,
-                 seed: int = 0, salt: str | None = None):
+                 seed: int = 0, salt: str | None = None, experiments: int = 0):
         #: a sealed test split: no scores leave the server (not even in its trace files), and
         #: no instance is played twice
         sealed = sealing_salt(split, salt)
@@ -145,7 +145,8 @@ class EpisodeServer:
                                target=target, max_steps=max_steps, max_seconds=max_seconds,
                                d=d, n=n, interface="text",
                                trace_path=None if trace_dir is None else str(trace_dir),
-                               salt=sealed or "", trace_scores=not self.sealed)
+                               salt=sealed or "", trace_scores=not self.sealed,
+                               experiments=experiments)
         self.played: set[int] = set()
         self._lock = threading.Lock()
         self._next_seed = int(seed)
@@ -157,7 +158,7 @@ class EpisodeServer:
     def tools(self) -> list[dict[str, Any]]:
         """``name``, ``title``, ``description``, ``input_schema``, ``output_schema`` and
         ``annotations`` of every offered tool (the registry's, then ``reset``)."""
-        offered = tool_schemas(self.env.toolbox, self.env.guided, "anthropic")
+        offered = self.env.tool_schemas("anthropic")
         registry = {tool.name: tool for tool in self.env.offered_tools}
         described = [{**schema, "title": tool_title(schema["name"]),
                       "output_schema": STEP_OUTPUT_SCHEMA,

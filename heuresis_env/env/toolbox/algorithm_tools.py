@@ -350,14 +350,17 @@ def _evidence_grid(state: EpisodeState, args: NoArgs) -> ToolResult:
     regimes = state.regimes
     if regimes is not None and regimes.n_experiments:
         # the grid itself reads the observational table; the experiments come beside it
-        responses = [{"regime": r.index, "target": r.target, "value": r.value,
-                      "moved": [c for c, e in regimes.responses.get(r.index, {}).items()
-                                if e.get("moved")]} for r in regimes.regimes[1:]]
-        legend += ["", "Experiments (the grid above reads the observational rows): the columns "
-                   "that responded to each, i.e. the target's descendants:",
-                   *(f"  {r['regime']}: do({r['target']} = "
-                     f"{'randomized' if r['value'] is None else r['value']}) moved "
-                     f"{', '.join(r['moved']) or 'none'}" for r in responses)]
+        responses: list[dict[str, Any]] = []
+        for regime in regimes.regimes[1:]:
+            moved = [c for c, e in regimes.responses.get(regime.index, {}).items()
+                     if e.get("moved")]
+            responses.append({"regime": regime.index, "target": regime.target,
+                              "value": regime.value, "moved": moved})
+            legend.append(f"  {regime.index}: {regime.describe()} moved "
+                          f"{', '.join(moved) or 'none'}")
+        legend[-len(responses):-len(responses)] = [
+            "", "Experiments (the grid above reads the observational rows): the columns that "
+            "responded to each, i.e. the target's descendants:"]
         data["experiments"] = responses
     return ToolResult(text="\n".join(legend), data=data)
 

@@ -7,7 +7,6 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import Field
 
-from heuresis_env.env.toolbox.regimes import constant_columns
 from heuresis_env.env.toolbox.registry import (
     NoArgs,
     RLSpec,
@@ -104,16 +103,7 @@ def _ci_test(state: EpisodeState, args: CITestArgs) -> ToolResult:
     if i in given or j in given:
         raise HeuresisError(f"the conditioning set {list(args.given)} contains x or y")
     which = getattr(args, "data", "pooled")
-    tester, context = state.regime_ci_test(args.method, which)
-    if which not in ("pooled", "observational"):
-        regime = state.require_regimes().block(which)
-        fixed = constant_columns(regime.rows, [i, j, *given])
-        if fixed:
-            raise HeuresisError(
-                f"{', '.join(state.names[c] for c in fixed)} is held fixed in regime {which} "
-                f"({regime.describe()}), so it cannot be tested on that regime's rows alone; "
-                "use data=\"pooled\"")
-    result = tester.test(i, j, [*given, *context])
+    result, n_rows, context = state.regime_test(args.method, which, i, j, given)
     condition = f" | {{{', '.join(args.given)}}}" if args.given else ""
     if context:
         condition = f" | {{{', '.join([*args.given, 'regime'])}}}"
@@ -128,7 +118,7 @@ def _ci_test(state: EpisodeState, args: CITestArgs) -> ToolResult:
     data = {"x": args.x, "y": args.y, "given": list(args.given), "method": args.method,
             "statistic": result.statistic, "p_value": result.p_value}
     if state.regimes is not None:
-        data.update(data_rows=which, n_rows=tester.n)
+        data.update(data_rows=which, n_rows=n_rows)
     if ran:  # kci-auto: the test that ran
         data["ran"] = result.method
     return ToolResult(text=text, data=data)

@@ -149,7 +149,7 @@ def regime_data(regimes: Regimes, which: str | int) -> tuple[np.ndarray, int]:
         return np.hstack([rows, context]), k
     if which == "observational":
         return regimes.block(0).rows, 0
-    return regimes.block(which).rows, 0
+    return regimes.block(int(which)).rows, 0
 
 
 def constant_columns(table: np.ndarray, columns: Sequence[int]) -> list[int]:

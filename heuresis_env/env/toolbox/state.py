@@ -14,13 +14,13 @@ import numpy as np
 
 from heuresis_env.discovery.citests import available_ci_tests, make_ci_test
 from heuresis_env.discovery.citests.base import CI_TESTS, ci_test_class
-from heuresis_env.env.toolbox.regimes import Regimes, regime_data
+from heuresis_env.env.toolbox.regimes import Regimes, constant_columns, regime_data
 from heuresis_env.errors import HeuresisError, UnknownNameError
 from heuresis_env.graphs import Edge, EdgeMark, Graph
 from heuresis_env.seeding import MAX_INT31, instance_seed, int31_seed
 
 if TYPE_CHECKING:
-    from heuresis_env.discovery.citests.base import CITest
+    from heuresis_env.discovery.citests.base import CIResult, CITest
     from heuresis_env.evidence import EvidenceProvider
     from heuresis_env.questions import PublicQuestion
 
@@ -142,31 +142,43 @@ class EpisodeState:
             self._ci_tests[method] = tester
         return tester
 
-    def regime_ci_test(self, method: str, which: str | int) -> tuple[CITest, list[int]]:
-        """The CI test of ``method`` over the rows ``which`` selects (see
-        :func:`~heuresis_env.env.toolbox.regimes.regime_data`) and the context columns every
-        test there conditions on. Without experiments (or ``"pooled"`` before any) it is
-        :meth:`ci_test` on the data, with its caches."""
+    def regime_test(self, method: str, which: str | int, i: int, j: int,
+                    given: Sequence[int]) -> tuple[CIResult, int, bool]:
+        """Test x ⊥ y | given on the rows ``which`` selects (see
+        :func:`~heuresis_env.env.toolbox.regimes.regime_data`): the result, the rows tested
+        and whether the regime entered as a context variable. Without experiments (or
+        ``"pooled"`` before any) it is :meth:`ci_test` on the data, with its caches."""
         regimes = self.regimes
-        if regimes is None or (which == "pooled" and regimes.n_experiments == 0):
+        if regimes is None or which == "observational" or (
+                which == "pooled" and regimes.n_experiments == 0):
             if which not in ("pooled", "observational"):
                 raise HeuresisError(f"no regime {which!r}: this episode has the observational "
                                     "rows only")
-            return self.ci_test(method), []
-        if which == "observational":
-            return self.ci_test(method), []
-        key = (method, which, regimes.n_experiments)
-        tester = self._regime_tests.get(key)
-        table, n_context = regime_data(regimes, which)
-        if tester is None:
-            if method not in CI_TESTS or method in ORACLE_CI_TESTS:
-                raise UnknownNameError("CI test", method, agent_ci_tests())
-            params: dict[str, Any] = {"disk_cache": False}
-            if ci_test_class(method).seeded:
-                params["seed"] = int31_seed(self.sha256)
-            tester = make_ci_test(method, table, **params)
+            tester = self.ci_test(method)
+            return tester.test(i, j, list(given)), tester.n, False
+        if method not in CI_TESTS or method in ORACLE_CI_TESTS:
+            raise UnknownNameError("CI test", method, agent_ci_tests())
+        params: dict[str, Any] = {"disk_cache": False}
+        if ci_test_class(method).seeded:
+            params["seed"] = int31_seed(self.sha256)
+        if which == "pooled":
+            key = (method, regimes.n_experiments)
+            table, n_context = regime_data(regimes, which)
+            tester = self._regime_tests.get(key) or make_ci_test(method, table, **params)
             self._regime_tests[key] = tester
-        return tester, list(range(self.d, self.d + n_context))
+            context = list(range(self.d, self.d + n_context))
+            return tester.test(i, j, [*given, *context]), tester.n, True
+        regime = regimes.block(int(which))
+        columns = [i, j, *given]
+        fixed = constant_columns(regime.rows, columns)
+        if fixed:
+            raise HeuresisError(
+                f"{', '.join(self.names[c] for c in fixed)} is held fixed in regime {which} "
+                f"({regime.describe()}), so it cannot be tested on that regime's rows alone; "
+                "use data=\"pooled\"")
+        tester = make_ci_test(method, regime.rows[:, columns], **params)
+        result = tester.test(0, 1, list(range(2, len(columns))))
+        return result._replace(x=min(i, j), y=max(i, j)), tester.n, False
 
     # ---- graph helpers -------------------------------------------------------------------
     def edge_text(self, i: int, j: int, graph: Graph | None = None) -> str | None:

@@ -110,10 +110,13 @@ def tool_annotations(tool: Any) -> dict[str, bool]:
     or the end of the episode is destructive; a tool without random draws that neither edits
     the graph nor ends the episode has the same effect when called again with the same
     arguments (a save stores the same graph under the same name); nothing reaches outside
-    the server."""
+    the server. An experiment (``intervene``) spends its budget and adds new rows each call:
+    neither read-only nor idempotent, and not destructive (nothing is replaced)."""
     changes = bool(tool.edits_graph or tool.ends_episode or tool.writes_memory)
-    return {"read_only_hint": not changes, "destructive_hint": changes,
-            "idempotent_hint": not (tool.edits_graph or tool.ends_episode or tool.random),
+    return {"read_only_hint": not (changes or tool.experiments_only),
+            "destructive_hint": changes,
+            "idempotent_hint": not (tool.edits_graph or tool.ends_episode or tool.random
+                                    or tool.experiments_only),
             "open_world_hint": False}
 
 

@@ -49,6 +49,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name loads on firs
         make_training_env,
         warm_evidence,
     )
+    from agents.rl.model_files import read_model, write_model
     from agents.rl.network import (
         P_VALUE_COLUMNS,
         PAIR_OUTPUTS,
@@ -143,6 +144,8 @@ _EXPORTS = {
     "SCRATCH_HYPERPARAMETERS": "train",
     "TrainingReport": "train",
     "train": "train",
+    "read_model": "model_files",
+    "write_model": "model_files",
 }
 
 
@@ -212,11 +215,13 @@ __all__ = [
     "plot_learning_curve",
     "policy_config",
     "probe_edits",
+    "read_model",
     "save",
     "train",
     "uses_orientations",
     "warm_evidence",
     "warm_start",
+    "write_model",
 ]
 
 

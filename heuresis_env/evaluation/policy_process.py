@@ -74,7 +74,7 @@ from heuresis_env.policy import EpisodeSettings, Policy
 #: key regenerates an instance only with the salt, which never reaches the policy process) and
 #: in a question episode the public question
 PUBLIC_RESET_INFO = ("instance_index", "split", "sha256", "instance", "data", "names",
-                     "guided", "n_tools", "sealed", "question")
+                     "guided", "n_tools", "sealed", "question", "experiment_rows")
 #: what a policy receives of a step's info: the tool, its error and its structured result
 PUBLIC_STEP_INFO = ("step", "tool", "error", "data")
 #: how long a policy process may take to start and build the policy (model loading included)

@@ -21,6 +21,11 @@ from heuresis_env.generation.datasets import (
     register_instance,
     tuebingen_pairs,
 )
+from heuresis_env.generation.experiments import (
+    draw_experiment,
+    experiment_seed,
+    make_laboratory,
+)
 from heuresis_env.generation.families import (
     BENCHMARK_FAMILIES,
     FAMILY_GROUPS,
@@ -87,6 +92,7 @@ from heuresis_env.generation.structures import (
 )
 
 __all__ = [
+    "draw_experiment", "experiment_seed", "make_laboratory",
     "BENCHMARK_FAMILIES", "BNLEARN_LARGE_NETWORKS", "BNLEARN_NETWORKS", "BNLEARN_SHELF",
     "FAMILY_GROUPS", "GENERATOR_VERSION", "GRAPH_MODELS", "SCM", "SEALED_SALT_PREFIX",
     "SaltArgument", "SealedSalt",

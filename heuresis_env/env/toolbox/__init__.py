@@ -14,6 +14,7 @@ from heuresis_env.env.toolbox import (  # noqa: F401  (registration order = refe
     experiment_tools,
     graph_tools,
 )
+from heuresis_env.env.toolbox.regimes import Regime, Regimes
 from heuresis_env.env.toolbox.registry import (
     MAX_ACTION_CHARS,
     RL_OPERATIONS,
@@ -48,6 +49,8 @@ __all__ = [
     "EpisodeState",
     "NoArgs",
     "ParsedAction",
+    "Regime",
+    "Regimes",
     "RLSpec",
     "Tool",
     "ToolArgs",

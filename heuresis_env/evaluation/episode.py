@@ -316,6 +316,8 @@ class EpisodeRunner:
             }
             if notes:
                 record["notes"] = notes
+            if settings.experiments:  # rows of experiments the episode drew (of its budget)
+                record["experiment_rows"] = int(final.get("experiment_rows_used") or 0)
             if task.question is not None:  # the question, its truth and the answer
                 record.update(task="qa", question=final.get("question"))
             return EpisodeOutcome(record, trace_text, transcript_text)

@@ -190,6 +190,8 @@ class EpisodeRecord:
     config_digest: str | None = None
     #: what the policy said about how it ran (``Policy.notes``), e.g. an untrained condition
     notes: tuple[str, ...] = ()
+    #: rows of experiments the episode drew (None: a run without an experiment budget)
+    experiment_rows: int | None = None
 
     @property
     def instance(self) -> InstanceId:
@@ -354,6 +356,8 @@ def _episode(run_path: Path, record: Any, where: str, task: str = "graph") -> Ep
             config_digest=record.get("config_digest"),
             notes=tuple(str(n)[:2000] for n in record.get("notes") or ()
                         if isinstance(n, str))[:20],
+            experiment_rows=(None if record.get("experiment_rows") is None
+                             else int(record["experiment_rows"])),
         )
     except (TypeError, ValueError) as exc:
         raise RunFormatError(f"{where}: a field has the wrong type ({exc})") from None

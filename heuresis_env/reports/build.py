@@ -35,6 +35,7 @@ from heuresis_env.reports.document import (
     TableBlock,
     to_markdown,
 )
+from heuresis_env.reports.experiments import experiments_table
 from heuresis_env.reports.html import to_html
 from heuresis_env.reports.loading import (
     BCA,
@@ -333,6 +334,17 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
         figure_paths.append(path)
         document.add(FigureBlock(path, "Figure 7: paired differences between conditions, all "
                                        "episodes, 95% intervals."))
+
+    # ---- experiments (issue 44) ------------------------------------------------------------
+    experiments = experiments_table(loaded, settings)
+    if not experiments.empty:
+        document.add(Heading("Experiments: F1 and SHD against rows spent"))
+        document.add(TableBlock(experiments))
+        path = figures.figure_experiments(experiments.values,
+                                          figure_dir / "figure_experiments.png", styles)
+        figure_paths.append(path)
+        document.add(FigureBlock(path, "F1 and SHD against the rows of experiments spent, 95% "
+                                       "intervals; dashed: arms without experiments."))
 
     # ---- cost --------------------------------------------------------------------------------
     cost = tables.cost_table(loaded, settings, link)

@@ -446,3 +446,39 @@ def figure_cost(cost_rows: Sequence[dict[str, Any]], path: Path,
     """The cost figure as a PNG (see :func:`draw_figure_cost`)."""
     return _render(path, "figure_cost", cost_rows, lambda: draw_figure_cost(cost_rows, styles),
                    styles)
+
+
+def draw_figure_experiments(rows: Sequence[dict[str, Any]], styles: PolicyStyles | None = None):
+    """F1 and SHD against the rows of experiments spent: a line per policy over its budgets,
+    the observational arms (no budget) as dashed horizontal lines."""
+    labels = list(dict.fromkeys(r["label"] for r in rows))
+    styles = _styles(styles, labels)
+    columns = _legend_columns(len(labels))
+    figure = _figure(9.0 + _legend_width(labels, columns), 3.8)
+    for position, (score, title) in enumerate((("f1", "adjacency F1"), ("shd", "SHD"))):
+        axes = figure.add_subplot(1, 2, position + 1)
+        for label in labels:
+            mine = sorted((r for r in rows if r["label"] == label), key=lambda r: r["budget"])
+            color = styles.color(label)
+            if all(r["budget"] == 0 for r in mine):
+                axes.axhline(_nan(mine[0][score]), color=color, linestyle="--", linewidth=1,
+                             label=label)
+                continue
+            x = [_nan(r["rows_spent"]) for r in mine]
+            y = [_nan(r[score]) for r in mine]
+            low = [_nan(r[f"{score}_low"]) for r in mine]
+            high = [_nan(r[f"{score}_high"]) for r in mine]
+            axes.plot(x, y, color=color, marker=styles.marker(label), label=label)
+            axes.fill_between(x, low, high, color=color, alpha=0.15)
+        axes.set_xlabel("rows of experiments spent (mean per episode)")
+        axes.set_ylabel(title)
+        axes.grid(alpha=0.3)
+    _outside_legend(figure, figure.axes[-1], columns)
+    return figure
+
+
+def figure_experiments(rows: Sequence[dict[str, Any]], path: Path,
+                       styles: PolicyStyles | None = None) -> Path:
+    """The experiments figure as a PNG (see :func:`draw_figure_experiments`)."""
+    return _render(path, "figure_experiments", rows,
+                   lambda: draw_figure_experiments(rows, styles), styles)

@@ -40,8 +40,9 @@ from heuresis_env.generation.families import available_families
 BUDGET_FIELDS = ("max_steps", "max_seconds", "token_budget_per_turn")
 #: top-level config fields that must agree too: the instances' size
 SIZE_FIELDS = ("d", "n")
-#: settings that define experimental conditions (separate arms, compared in Table 8)
-CONDITION_FIELDS = ("guided", "toolbox", "prompt_level", "target")
+#: settings that define experimental conditions (separate arms, compared in Table 8; the
+#: experiment budget's arms are compared in the experiments section instead)
+CONDITION_FIELDS = ("guided", "toolbox", "prompt_level", "target", "experiments")
 #: the reference policies' fixed names
 BCA, ORACLE, PC_KCI = "bca", "oracle", "pc-kci"
 #: PC-KCI's output submitted unchanged in the guided condition (the RL package's
@@ -237,6 +238,8 @@ def _condition_text(name: str, value: Any) -> str:
         return f"prompt {value}"
     if name == "target":
         return f"target {value}"
+    if name == "experiments":
+        return f"{value or 0} experiment rows"
     return f"{name}={value}"
 
 

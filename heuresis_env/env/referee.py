@@ -21,9 +21,8 @@ from heuresis_env.generation.instances import (
     InstanceKey,
     NoGroundTruthError,
     cached_instance,
-    resolve_salt,
 )
-from heuresis_env.generation.salts import SaltArgument
+from heuresis_env.generation.salts import SaltArgument, sealing_salt
 from heuresis_env.graphs import Graph
 from heuresis_env.metrics import score_graph
 
@@ -108,7 +107,8 @@ def open_instance(key: InstanceKey, salt: SaltArgument, instance: Instance | Non
                             description=public_description(instance),
                             has_ground_truth=instance.record.has_ground_truth)
     referee = make_referee(instance.record.dag, instance.record.cpdag)
-    laboratory = make_laboratory(instance, resolve_salt(instance.key.split, salt))
+    # the salt resolved now, as the instance was: a public split's experiments stay public
+    laboratory = make_laboratory(instance, sealing_salt(instance.key.split, salt) or "")
     if laboratory is not None:
         referee["laboratory"] = laboratory
     return public, referee

@@ -24,6 +24,7 @@ import numpy as np
 
 from heuresis_env.errors import HeuresisError
 from heuresis_env.generation.instances import Instance, InstanceKey, salted_seed_sequence
+from heuresis_env.generation.salts import SaltArgument
 from heuresis_env.generation.scm import SCM
 
 #: the largest |value| (in standard deviations of the column) an experiment may set
@@ -35,7 +36,7 @@ MAX_EXPERIMENT_ROWS = 100_000
 Laboratory = Callable[[int, int, "float | None", int], np.ndarray]
 
 
-def experiment_seed(key: InstanceKey, ordinal: int, salt: str | None = None
+def experiment_seed(key: InstanceKey, ordinal: int, salt: SaltArgument = None
                     ) -> np.random.SeedSequence:
     """The seed of the ``ordinal``-th experiment of an episode on ``key`` (salted on a sealed
     test split, as the instance itself)."""
@@ -79,7 +80,7 @@ def draw_experiment(scm: SCM, seed: np.random.SeedSequence, target: int,
     return scm.sample(n, np.random.Generator(np.random.PCG64(noise)), {name: setting})
 
 
-def make_laboratory(instance: Instance, salt: str | None) -> Laboratory | None:
+def make_laboratory(instance: Instance, salt: SaltArgument) -> Laboratory | None:
     """The referee's experiment closure over an instance's SCM (None for a data table, which
     has no SCM to experiment on). The SCM and the salt live only in the closure's cells."""
     scm = instance.record.scm

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from heuresis_env.budgets import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STEPS
-from heuresis_env.env import HeuresisEnv, tool_schemas
+from heuresis_env.env import HeuresisEnv
 from heuresis_env.errors import HeuresisError
 from heuresis_env.files import json_safe
 from heuresis_env.generation.salts import sealing_salt

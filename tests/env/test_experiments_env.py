@@ -115,8 +115,9 @@ def test_sealed_experiments_differ_from_public_ones_and_stay_on_the_referee_side
         rows[salt] = regimes.block(1).rows.copy()
         if salt is not None:
             env.step({"tool": "run_algorithm", "args": {"name": "gies"}})
-            for obj in _walk(env):  # no SCM, record, instance or salt in reach
+            for obj in _walk(env):  # no SCM, record or instance in reach
                 assert not isinstance(obj, HiddenRecord | Instance | SCM), type(obj)
+            for obj in _walk(env.unwrapped._episode):  # what the tools see: rows, no salt
                 assert not (isinstance(obj, str) and SALT in obj)
         env.close()
     assert rows[None].tobytes() != rows[SALT].tobytes()

@@ -11,7 +11,6 @@ from heuresis_env.generation.salts import (
     TEST_SALT_ENV,
     check_salt,
     new_salt,
-    salt_bits,
 )
 
 HELP = "print a fresh secret salt for sealing the test split (--check: check $HEURESIS_TEST_SALT)"
@@ -30,6 +29,7 @@ def run(args: argparse.Namespace) -> int:
     if not salt:
         raise HeuresisError(f"${TEST_SALT_ENV} is not set; {HOW_TO_MAKE_ONE}")
     check_salt(salt)
-    print(f"${TEST_SALT_ENV} is strong enough to seal the test split "
-          f"(at most {salt_bits(salt)} bits by its length and alphabet)")
+    print(f"${TEST_SALT_ENV} is strong enough to seal the test split (a random-looking "
+          f"hexadecimal token of {len(salt)} characters: {4 * len(salt)} bits if it was "
+          "drawn at random, as `heuresis salt` draws it)")
     return 0

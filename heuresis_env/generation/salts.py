@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import hmac
+import math
 import os
 import secrets
 from dataclasses import dataclass, field
@@ -39,6 +40,12 @@ MIN_SALT_BITS = 128
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**15, 8, 1
 _DIGEST_PREFIX = "scrypt"
 _HEX = frozenset("0123456789abcdefABCDEF")
+#: the lengths a salt may have, in hexadecimal characters (128 to 512 random bits)
+MIN_HEX_CHARACTERS, MAX_HEX_CHARACTERS = MIN_SALT_BITS // 4, 128
+#: a random token shows none of :func:`salt_pattern`'s patterns but with about this chance
+PATTERN_P = 1e-6
+#: a run this long (one character, or counting) is a pattern: chance ≈ 64 · 16⁻⁷ ≈ 2e-7
+MAX_RUN = 8
 HOW_TO_MAKE_ONE = ("make one with `heuresis salt` and export it, e.g. "
                    f"export {TEST_SALT_ENV}=$(heuresis salt)")
 
@@ -67,20 +74,62 @@ def salt_bits(salt: str) -> int:
     return per_character * _period(salt)
 
 
+def _binomial_tail(n: int, k: int, p: float) -> float:
+    """P(X ≤ k) for X ~ Binomial(n, p)."""
+    return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k + 1))
+
+
+def _longest_run(salt: str, step: int) -> int:
+    """The longest stretch whose consecutive characters differ by ``step`` in hexadecimal
+    value (0: one character repeated; ±1: counting up or down)."""
+    values = [int(c, 16) for c in salt]
+    longest = current = 1
+    for a, b in zip(values, values[1:], strict=False):
+        current = current + 1 if (b - a) % 16 == step % 16 else 1
+        longest = max(longest, current)
+    return longest
+
+
+def salt_pattern(salt: str) -> str | None:
+    """What makes ``salt`` look made by hand rather than drawn at random, or None.
+
+    A salt is a random token: :data:`MIN_HEX_CHARACTERS` to :data:`MAX_HEX_CHARACTERS`
+    hexadecimal characters in one case (what `heuresis salt` prints: 64). Words, dates,
+    dashes and phrases are not hexadecimal; hexadecimal made by hand is caught by what a
+    random token shows with a probability below :data:`PATTERN_P` each — a repeated block,
+    too few or too many digits for its length (``deadbeefcafe…``, ``20240501…``), one
+    character run :data:`MAX_RUN` times or more, or counting up or down as long."""
+    if not MIN_HEX_CHARACTERS <= len(salt) <= MAX_HEX_CHARACTERS:
+        return (f"it has {len(salt)} characters, and a salt is {MIN_HEX_CHARACTERS} to "
+                f"{MAX_HEX_CHARACTERS} random hexadecimal characters")
+    if not set(salt) <= _HEX:
+        return "it is not hexadecimal (words, dates, dashes and phrases are guessable)"
+    if salt != salt.lower() and salt != salt.upper():
+        return "it mixes upper- and lower-case hexadecimal digits"
+    if _period(salt) < len(salt):
+        return f"it repeats a block of {_period(salt)} characters"
+    digits = sum(c.isdigit() for c in salt)
+    if (_binomial_tail(len(salt), digits, 10 / 16) < PATTERN_P
+            or _binomial_tail(len(salt), len(salt) - digits, 6 / 16) < PATTERN_P):
+        return (f"{digits} of its {len(salt)} characters are digits (a random token has about "
+                f"{round(len(salt) * 10 / 16)}): it reads as hexadecimal words or a number")
+    for step, what in ((0, "repeats one character"), (1, "counts up"), (-1, "counts down")):
+        if _longest_run(salt, step) >= MAX_RUN:
+            return f"it {what} {_longest_run(salt, step)} times in a row"
+    return None
+
+
 def check_salt(salt: Any) -> str:
-    """Refuse a salt too short or too regular to seal a split; returns the salt."""
+    """Refuse a salt that is not a random token (:func:`salt_pattern`); returns the salt. The
+    message never shows the salt."""
     if not isinstance(salt, str) or not salt:
         raise HeuresisError(f"a test salt must be a non-empty string, got "
                             f"{type(salt).__name__}; {HOW_TO_MAKE_ONE}")
-    bits = salt_bits(salt)
-    if bits < MIN_SALT_BITS:
-        per_character = 4 if set(salt) <= _HEX else 6
-        need = -(-MIN_SALT_BITS // per_character)
+    problem = salt_pattern(salt)
+    if problem is not None:
         raise HeuresisError(
-            f"the test salt (${TEST_SALT_ENV}) is too weak to seal the test split: its "
-            f"{len(salt)} characters carry at most {bits} bits of randomness and a salt "
-            f"needs {MIN_SALT_BITS} (at least {need} random "
-            f"{'hexadecimal' if per_character == 4 else 'base64'} characters); "
+            f"the test salt (${TEST_SALT_ENV}) is too weak to seal the test split: {problem}; "
+            f"a salt must be a random token of at least {MIN_SALT_BITS} bits. "
             f"{HOW_TO_MAKE_ONE}")
     return salt
 

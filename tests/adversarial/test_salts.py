@@ -19,6 +19,7 @@ from heuresis_env.generation.salts import (
     check_salt,
     digest_matches,
     new_salt,
+    salt_bits,
     salt_digest,
     sealing_salt,
 )
@@ -81,8 +82,42 @@ def test_the_salt_command_prints_a_strong_salt_and_checks_one():
 def test_a_random_salt_whose_end_repeats_its_start_is_strong():
     """A random salt is no repetition because its last characters equal its first: such salts
     (1 in 16 of `secrets.token_hex(16)`) must pass."""
-    from heuresis_env.generation.salts import check_salt, salt_bits
+    import secrets
 
-    salt = "a" + "0123456789bcdef0123456789bcdef" + "a"  # 32 hex characters, ends as it starts
-    assert salt_bits(salt) == 128 and check_salt(salt) == salt
+    while True:
+        salt = secrets.token_hex(16)
+        if salt[0] == salt[-1]:
+            break
+    assert check_salt(salt) == salt
     assert salt_bits("0123456789abcdef" * 2) == 64  # a real repetition still counts once
+
+
+# ---- issue 46, route 2: only random tokens -------------------------------------------------
+
+#: salts a person makes: words, dates, dashes, phrases, hexadecimal words, a counting
+#: alphabet — each passed the length × alphabet count of the last round
+PHRASE_LIKE = ("correct-horse-battery-staple-2024", "heuresis-test-salt-2024-05-01-v2",
+               "Tr0ub4dor&3-Tr0ub4dor&3-Tr0ub4dor", "deadbeefcafebabefacefeeddecade00",
+               "20240501202405022024050320240504", "a0123456789bcdef0123456789bcdefa",
+               "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghij", "the quick brown fox jumps over it")
+
+
+@pytest.mark.parametrize("salt", PHRASE_LIKE)
+def test_a_phrase_like_salt_is_refused(salt):
+    """On main these passed `check_salt` (their length and alphabet count enough bits)."""
+    with pytest.raises(HeuresisError, match="too weak") as refused:
+        check_salt(salt)
+    assert salt not in str(refused.value) and "heuresis salt" in str(refused.value)
+
+
+def test_random_tokens_pass_the_check_all_of_them():
+    """The patterns are refused only where a random token shows them with a chance below
+    one in a million each: 20,000 tokens of each accepted length pass."""
+    import secrets
+
+    from heuresis_env.generation.salts import salt_pattern
+
+    for length in (16, 32, 64):
+        assert not [t for t in (secrets.token_hex(length) for _ in range(20_000))
+                    if salt_pattern(t)]
+        assert check_salt(secrets.token_hex(length).upper())

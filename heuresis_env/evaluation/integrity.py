@@ -38,6 +38,11 @@ from heuresis_env.metrics import score_graph
 SEAL_FIELD = "seal"
 #: the config's field holding its HMAC on a sealed run
 CONFIG_SEAL_FIELD = "config_seal"
+#: a result line's field saying its seal also covers the previous line's seal (a hash chain:
+#: no line of a sealed run can be dropped or moved without breaking the next one's seal)
+CHAIN_FIELD = "chained"
+#: what the first chained line's seal covers in place of a previous seal
+CHAIN_START = "heuresis-run-chain"
 #: how far a recorded score may be from the recomputed one (JSON round trip of floats)
 TOLERANCE = 1e-9
 
@@ -52,9 +57,13 @@ def _canonical(record: Mapping[str, Any], field: str = SEAL_FIELD) -> bytes:
                       allow_nan=True).encode()
 
 
-def seal_record(record: Mapping[str, Any], salt: SealedSalt | str) -> dict[str, Any]:
-    """``record`` with its seal (the record must already carry its ``config_digest``)."""
-    return {**record, SEAL_FIELD: seal(salt, _canonical(record))}
+def seal_record(record: Mapping[str, Any], salt: SealedSalt | str,
+                previous: str = CHAIN_START) -> dict[str, Any]:
+    """``record`` with its seal, chained to ``previous`` (the seal of the line before it, or
+    :data:`CHAIN_START` for the first); the record must already carry its
+    ``config_digest``."""
+    chained = {**record, CHAIN_FIELD: True}
+    return {**chained, SEAL_FIELD: seal(salt, previous.encode(), _canonical(chained))}
 
 
 def seal_config(config: Mapping[str, Any], salt: SealedSalt | str) -> dict[str, Any]:
@@ -78,6 +87,7 @@ def check_seals(run: RunDirectory, salt: SealedSalt | str) -> None:
     path = run.path / RESULTS_NAME
     if not path.exists():
         return
+    previous, chain_started = CHAIN_START, False
     for number, line in enumerate(path.read_text(encoding="utf-8").split("\n")[:-1], 1):
         if not line.strip():
             continue
@@ -86,10 +96,31 @@ def check_seals(run: RunDirectory, salt: SealedSalt | str) -> None:
         if record.get("config_digest") not in accepted:
             raise TamperedRunError(f"{run.path}: episode {name} was not written under this "
                                    "config.json")
-        if not seal_matches(salt, record.get(SEAL_FIELD), _canonical(record)):
+        chained = record.get(CHAIN_FIELD) is True
+        if chain_started and not chained:
+            raise TamperedRunError(f"{run.path}: episode {name} is not chained to the line "
+                                   "before it, as every line after a chained one is; refusing "
+                                   "the run")
+        parts = ((previous.encode(), _canonical(record)) if chained
+                 else (_canonical(record),))  # a line of a run sealed before chains
+        if not seal_matches(salt, record.get(SEAL_FIELD), *parts):
             raise TamperedRunError(
-                f"{run.path}: episode {name}: its seal does not match (the result line or "
-                "config.json was changed after the run wrote it); refusing the run")
+                f"{run.path}: episode {name}: its seal does not match (the result line, a line "
+                "before it or config.json was changed, dropped or moved after the run wrote "
+                "it); refusing the run")
+        chain_started = chain_started or chained
+        previous = str(record.get(SEAL_FIELD))
+
+
+def check_complete(run: RunDirectory) -> None:
+    """Refuse a sealed run missing result lines: its seals prove the lines present, not the
+    ones dropped after the last, so a report counts them — a missing line is an error."""
+    if len(run.episodes) < run.expected_episodes:
+        raise TamperedRunError(
+            f"{run.path}: this sealed run holds {len(run.episodes)} of its "
+            f"{run.expected_episodes} episodes; a sealed run is reported whole (a dropped line "
+            "would hide its score): resume it with the same `heuresis evaluate` options to "
+            "finish it")
 
 
 def _differs(recorded: Any, expected: float) -> bool:
@@ -112,16 +143,32 @@ def rescore_run(run: RunDirectory, warn: Callable[[str], None] | None = None,
     refused too, or with ``warn`` (the viewer) reported to it and left unchecked."""
     checked = 0
     for episode in run.episodes:
-        if episode.task != "graph" or not episode.ground_truth or episode.final_graph is None:
+        if episode.task != "graph":
             continue
         try:
             if not isinstance(episode.instance_sha256, str):
                 raise TypeError("its instance_sha256 is not a string")
+            # whether the episode has a truth comes from its instance, never from the line
             instance = regenerate_instance(run, episode.instance, episode.instance_sha256, salt)
-            if instance.record.dag is None:
+            dag = instance.record.dag
+            has_truth = dag is not None
+            if episode.ground_truth != has_truth:
+                raise TamperedRunError(
+                    f"{run.path}: episode {episode.episode_id} says ground_truth "
+                    f"{episode.ground_truth}, but its instance {'has' if has_truth else 'has no'}"
+                    " true graph; the results were changed after the run wrote them; refusing "
+                    "the run")
+            if dag is None:
                 continue
+            if episode.final_graph is None:
+                raise TamperedRunError(
+                    f"{run.path}: episode {episode.episode_id} has no final_graph (every graph "
+                    "episode records one, and its scores are re-computed from it); the results "
+                    "were changed after the run wrote them; refusing the run")
             final = Graph.from_dict(dict(episode.final_graph))
-            expected = score_graph(final, instance.record.dag, instance.record.cpdag)
+            expected = score_graph(final, dag, instance.record.cpdag)
+        except TamperedRunError:
+            raise
         except (HeuresisError, GraphError, TypeError, ValueError, KeyError,
                 AttributeError) as exc:
             problem = (f"{run.path}: episode {episode.episode_id} cannot be re-scored "
@@ -142,11 +189,12 @@ def rescore_run(run: RunDirectory, warn: Callable[[str], None] | None = None,
 
 
 def verify_run(run: RunDirectory, salt: SealedSalt | str | None = None,
-               warn: Callable[[str], None] | None = None) -> int:
+               warn: Callable[[str], None] | None = None, complete: bool = False) -> int:
     """Check a run before it is reported, resumed or viewed: its seals (a sealed run, with the
     salt — given, or ``$HEURESIS_TEST_SALT``) and its scores (wherever the truth is
     available). Returns the number of episodes re-scored; a sealed run whose salt is not
-    available is not checked (0). ``warn``: see :func:`rescore_run`."""
+    available is not checked (0). ``warn``: see :func:`rescore_run`; ``complete``: a sealed
+    run must hold every episode (a report and the viewer; a resume completes it)."""
     if run.config.get("salt_digest"):
         salt = None if salt is None else sealing_salt("test", salt)
         if salt is None:
@@ -157,8 +205,11 @@ def verify_run(run: RunDirectory, salt: SealedSalt | str | None = None,
         if salt is None:
             return 0
         check_seals(run, salt)
+        if complete:
+            check_complete(run)
     return rescore_run(run, warn, salt)
 
 
-__all__ = ["CONFIG_SEAL_FIELD", "SEAL_FIELD", "TamperedRunError", "check_seals", "rescore_run",
+__all__ = ["CHAIN_FIELD", "CHAIN_START", "CONFIG_SEAL_FIELD", "SEAL_FIELD", "TamperedRunError",
+           "check_complete", "check_seals", "rescore_run",
            "seal_config", "seal_record", "verify_run"]

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from heuresis_env.errors import HeuresisError, RunFormatError
-from heuresis_env.evaluation.integrity import seal_config, seal_record
+from heuresis_env.evaluation.integrity import CHAIN_START, SEAL_FIELD, seal_config, seal_record
 from heuresis_env.evaluation.run_format import (
     CONFIG_NAME,
     IGNORED_CONFIG_FIELDS,
@@ -196,6 +196,8 @@ class RunStore:
         self.config_digest: str | None = None
         #: a sealed run's salt: the config and every result line are sealed with it
         self.salt: SealedSalt | None = None
+        #: the seal of the last result line (what the next sealed line is chained to)
+        self._last_seal: str | None = None
 
     # ---- locking -------------------------------------------------------------------------
     @contextmanager
@@ -368,8 +370,12 @@ class RunStore:
         if self.config_digest is None:
             raise HeuresisError("RunStore.prepare(config) must run before results are written")
         stamped = {**record, "config_digest": self.config_digest}
-        if self.salt:  # sealed as it will be read back (non-finite numbers as strings)
-            stamped = seal_record(json.loads(json_line(stamped)), self.salt)
+        if self.salt:  # sealed as it will be read back (non-finite numbers as strings),
+            # chained to the line before it
+            if self._last_seal is None:
+                self._last_seal = self._previous_seal()
+            stamped = seal_record(json.loads(json_line(stamped)), self.salt, self._last_seal)
+            self._last_seal = str(stamped[SEAL_FIELD])
         payload = json_line(stamped)
         self.directory.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.results_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
@@ -381,6 +387,14 @@ class RunStore:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+    def _previous_seal(self) -> str:
+        """The seal of the results file's last complete line (:data:`CHAIN_START` if none):
+        a resumed sealed run goes on with the chain where it stopped."""
+        last = CHAIN_START
+        for _, record in self._result_lines():
+            last = str(record.get(SEAL_FIELD) or last)
+        return last
 
     def _result_lines(self) -> Iterator[tuple[int, dict[str, Any]]]:
         """(line number, record) of every complete line (a torn last line is ignored)."""

@@ -162,6 +162,11 @@ def sealing_text(loaded: LoadedRuns) -> str:
     if not generated:
         return "data tables only (the test salt does not apply to tables)"
     unsealed = [str(run.path) for run in generated if not run.config.get("salt_digest")]
+    unverified = getattr(loaded, "unverified", [])
+    if not unsealed and unverified:
+        return ("sealed with a secret salt, but **unverified**: $HEURESIS_TEST_SALT was not "
+                f"their salt here, so the seals and scores of {len(unverified)} run(s) "
+                "could not be checked")
     if not unsealed:
         return "sealed with a secret salt ($HEURESIS_TEST_SALT)"
     which = (f"for any of the {len(unsealed)} runs" if len(unsealed) == len(generated)

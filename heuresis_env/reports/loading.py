@@ -33,6 +33,7 @@ from heuresis_env.evaluation.run_format import (
     connection_option,
     find_run_directories,
     load_run,
+    run_salt,
 )
 from heuresis_env.generation.families import available_families
 
@@ -356,6 +357,8 @@ class LoadedRuns:
     arms: list[Arm]
     warnings: list[str]
     question_runs: list[RunDirectory] = field(default_factory=list)
+    #: sealed runs read without their salt: nothing of them could be checked
+    unverified: list[str] = field(default_factory=list)
 
     def families(self) -> list[str]:
         return family_order({f for arm in self.arms for f in arm.families()})
@@ -378,8 +381,9 @@ def load_runs(paths: Sequence[str | os.PathLike], allow_mixed: bool = False) -> 
     if duplicates:
         raise HeuresisError(f"run directories given more than once: {duplicates}")
     loaded = [load_run(p) for p in resolved]
+    unverified = [str(run.path) for run in loaded if not salt_available(run)]
     for run in loaded:  # scores are re-scored and seals checked, never trusted (issue 30)
-        verify_run(run)
+        verify_run(run, complete=True)
     runs = [run for run in loaded if run.task == "graph"]
     question_runs = [run for run in loaded if run.task != "graph"]
     warnings = [w for run in loaded for w in run.warnings]
@@ -392,7 +396,29 @@ def load_runs(paths: Sequence[str | os.PathLike], allow_mixed: bool = False) -> 
                  for arm in arms if arm.errored()]
     warnings += [f"{arm.label}: {note}" for arm in arms
                  for note in dict.fromkeys(n for e in arm.episodes_of() for n in e.notes)]
-    return LoadedRuns(runs, arms, warnings, question_runs)
+    if unverified:
+        warnings.insert(0, unverified_text(unverified))
+    return LoadedRuns(runs, arms, warnings, question_runs, unverified)
+
+
+def salt_available(run: RunDirectory) -> bool:
+    """Whether a run can be checked here: unsealed, or sealed and ``$HEURESIS_TEST_SALT`` is
+    its salt (a sealed run is checked — seals and scores — only with its salt)."""
+    if not run.config.get("salt_digest"):
+        return True
+    try:
+        return run_salt(run) is not None
+    except HeuresisError:
+        return False
+
+
+def unverified_text(paths: Sequence[str]) -> str:
+    """Why sealed runs read without their salt are unverified (issue 46, route 8)."""
+    return (f"UNVERIFIED: {len(paths)} sealed run(s) ({', '.join(paths)}) were read without "
+            "their salt ($HEURESIS_TEST_SALT unset, or not the salt they ran with), so neither "
+            "their seals nor their scores could be checked: their numbers are what their files "
+            "claim, and anyone could have edited them. Set $HEURESIS_TEST_SALT to their salt "
+            "to verify them.")
 
 
 def check_references(arms: Sequence[Arm]) -> None:

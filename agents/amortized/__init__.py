@@ -24,6 +24,14 @@ from agents.amortized.dataset import (
     load_examples,
     shard_name,
 )
+from agents.amortized.directed import (
+    AviciConfig,
+    AviciModel,
+    DirectedConfig,
+    DirectedModel,
+    load_directed,
+    save_directed,
+)
 from agents.amortized.evaluation import (
     InstanceScore,
     bca_column,
@@ -34,6 +42,7 @@ from agents.amortized.evaluation import (
     summarize_scores,
     write_scores,
 )
+from agents.amortized.inference import Discovery, decode, discover, edge_probabilities
 from agents.amortized.model import (
     MODEL_JSON,
     MODEL_WEIGHTS,
@@ -44,15 +53,26 @@ from agents.amortized.model import (
     save_model,
 )
 from agents.amortized.policy import (
+    SHIPPED_DIRECTED,
     SHIPPED_MODEL,
     AmortizedPolicy,
     AmortizedRepairPolicy,
+    DirectedPolicy,
+    DirectedRepairPolicy,
     load_amortized,
     load_amortized_repair,
+    load_amortized_repair_v1,
+    load_amortized_v1,
+    load_directed_policy,
+    load_directed_repair_policy,
 )
 from agents.amortized.training import TrainingResult, TrainingSettings, train_model
 
 __all__ = [
+    "AviciConfig", "AviciModel", "DirectedConfig", "DirectedModel", "DirectedPolicy",
+    "DirectedRepairPolicy", "Discovery", "SHIPPED_DIRECTED", "decode", "discover",
+    "edge_probabilities", "load_amortized_repair_v1", "load_amortized_v1", "load_directed",
+    "load_directed_policy", "load_directed_repair_policy", "save_directed",
     "MODEL_JSON", "MODEL_WEIGHTS", "SHARD_MANIFEST", "SHIPPED_MODEL", "AmortizedPolicy",
     "AmortizedRepairPolicy", "Example", "ExampleSet", "GridModel", "InstanceScore",
     "ModelConfig", "TrainingResult", "TrainingSettings", "bca_column", "build_shards", "cost_table", "compute_examples", "examples_of",

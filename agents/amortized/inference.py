@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -37,12 +38,12 @@ from heuresis_env.errors import HeuresisError
 from heuresis_env.evidence import (
     STATISTICS_NODE_FEATURE_NAMES,
     STATISTICS_PAIR_FEATURE_NAMES,
-    compute_pair_statistics,
     pair_statistics,
 )
 from heuresis_env.graphs import Graph, has_directed_cycle
 
-__all__ = ["Decoded", "adjacency_probabilities", "decode", "edge_probabilities"]
+__all__ = ["Decoded", "Discovery", "adjacency_probabilities", "decode", "discover",
+           "edge_probabilities", "probabilities_from_rows"]
 
 SKELETON_RULES = ("f1", "shd")
 ORIENTATIONS = ("dag", "cpdag")
@@ -56,14 +57,43 @@ def edge_probabilities(model: DirectedModel | AviciModel, data: np.ndarray,
     n, d = data.shape
     if d < 2:
         raise HeuresisError(f"a graph needs at least 2 variables, got {d}")
+    statistics = None
     if isinstance(model, DirectedModel) and model.config.statistics:
-        statistics = (pair_statistics(data, names, sha256, searches=False) if sha256
-                      else compute_pair_statistics(data, names, data_sha256(data),
-                                                   searches=False))
-        cells = torch.from_numpy(cell_inputs(statistics.pairs, statistics.nodes))
+        computed = pair_statistics(data, names, sha256 or data_sha256(data), searches=False)
+        statistics = {"pair_features": STATISTICS_PAIR_FEATURE_NAMES,
+                      "node_features": STATISTICS_NODE_FEATURE_NAMES,
+                      "pairs": computed.pairs, "nodes": computed.nodes}
+    return probabilities_from_rows(model, data, names, statistics, tta, seed)
+
+
+def probabilities_from_rows(model: DirectedModel | AviciModel, rows: np.ndarray,
+                            names: Sequence[str], statistics: dict[str, Any] | None,
+                            tta: int = 4, seed: int = 0) -> np.ndarray:
+    """(d, d) P(i → j) from what an episode's tools return: rows (``sample_rows``'s data) and
+    the statistics (``pair_statistics``'s data: ``pairs`` and ``nodes`` with their feature
+    lists, checked against the model's)."""
+    rows = np.asarray(rows, dtype=np.float64)
+    n, d = rows.shape
+    if isinstance(model, DirectedModel) and model.config.statistics:
+        if statistics is None:
+            raise HeuresisError("this model reads the pair statistics: pass them")
+        if (tuple(statistics.get("pair_features", ())) != STATISTICS_PAIR_FEATURE_NAMES
+                or tuple(statistics.get("node_features", ())) != STATISTICS_NODE_FEATURE_NAMES):
+            raise HeuresisError("the pair statistics' features differ from the model's")
+        pairs = np.asarray(statistics["pairs"], dtype=np.float32)
+        nodes = np.asarray(statistics["nodes"], dtype=np.float32)
     else:
-        cells = torch.from_numpy(cell_inputs(np.zeros((d, d, len(STATISTICS_PAIR_FEATURE_NAMES))),
-                                             np.zeros((d, len(STATISTICS_NODE_FEATURE_NAMES)))))
+        pairs = np.zeros((d, d, len(STATISTICS_PAIR_FEATURE_NAMES)), dtype=np.float32)
+        nodes = np.zeros((d, len(STATISTICS_NODE_FEATURE_NAMES)), dtype=np.float32)
+    if pairs.shape[:2] != (d, d) or nodes.shape[0] != d:
+        raise HeuresisError(f"statistics of {pairs.shape[0]} variables for rows of {d}")
+    return _average(model, torch.from_numpy(cell_inputs(pairs, nodes)), rows, tta, seed)
+
+
+def _average(model: DirectedModel | AviciModel, cells: torch.Tensor, data: np.ndarray,
+             tta: int, seed: int) -> np.ndarray:
+    """P(i → j) averaged over ``tta`` random subsamples of the model's row count."""
+    n, d = data.shape
     reads_rows = isinstance(model, AviciModel) or model.config.row_layers > 0
     rows = int(model.config.rows)
     rng = np.random.default_rng(seed)
@@ -133,3 +163,53 @@ def decode(p: np.ndarray, skeleton: str = "f1", orient: str = "dag", margin: flo
             directed[a, b] = False
             directed[b, a] = True
     return Decoded(directed, undirected, float(expected))
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """A table's graph by a directed model: the graph, P(i → j) of every ordered pair, and
+    per edge its probability of being adjacent and of its direction."""
+
+    names: tuple[str, ...]
+    graph: Graph
+    probabilities: np.ndarray  # (d, d) P(i → j)
+    model: str
+
+    def edges(self) -> list[dict[str, Any]]:
+        """One entry per output edge: ``from``, ``to``, ``directed``, P(adjacent) and
+        P(this direction | adjacent), most probable first."""
+        p = self.probabilities
+        out = []
+        directed = self.graph.directed_adjacency()
+        skeleton = self.graph.skeleton()
+        for i, j in zip(*np.nonzero(np.triu(skeleton, 1)), strict=True):
+            a, b = (j, i) if directed[j, i] else (i, j)
+            adjacent = float(p[a, b] + p[b, a])
+            out.append({"from": self.names[a], "to": self.names[b],
+                        "directed": bool(directed[a, b]), "p_adjacent": adjacent,
+                        "p_direction": float(p[a, b] / adjacent) if adjacent > 0 else 0.5})
+        return sorted(out, key=lambda e: -e["p_adjacent"])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"variables": list(self.names), "model": self.model, "edges": self.edges(),
+                "graph": self.graph.to_text().splitlines(),
+                "p_directed": np.round(self.probabilities, 6).tolist()}
+
+
+def discover(data: np.ndarray, names: Sequence[str], model: DirectedModel | AviciModel,
+             skeleton: str = "f1", orient: str = "dag", tta: int = 4, label: str = "",
+             seed: int = 0) -> Discovery:
+    """The model's graph of a table: its columns standardized (as the benchmark's tables
+    are), P(i → j) by :func:`edge_probabilities`, decoded by :func:`decode`."""
+    data = np.asarray(data, dtype=np.float64)
+    if data.ndim != 2 or data.shape[1] != len(names):
+        raise HeuresisError(f"a table of {len(names)} named columns is needed, got shape "
+                            f"{data.shape}")
+    spread = data.std(axis=0)
+    if np.any(spread == 0):
+        constant = [n for n, s in zip(names, spread, strict=True) if s == 0]
+        raise HeuresisError(f"constant columns carry no causal information: {constant}")
+    standardized = (data - data.mean(axis=0)) / spread
+    p = edge_probabilities(model, standardized, names, data_sha256(standardized), tta, seed)
+    decoded = decode(p, skeleton, orient, exclusive=isinstance(model, DirectedModel))
+    return Discovery(tuple(names), decoded.graph(names), p, label)

@@ -1,6 +1,18 @@
-"""The two amortized policies: both call the ``evidence_grid`` tool once and score every pair
-with the grid model; ``amortized-repair`` (guided) edits PC-KCI's output towards the
-expected-F1 selection, ``amortized`` (unguided) submits the selection itself."""
+"""The amortized policies.
+
+The first model's (``amortized-v1``, ``amortized-repair-v1``): call the ``evidence_grid`` tool
+once and score every pair with the grid model; the guided one edits PC-KCI's output towards the
+expected-F1 selection, the unguided one submits the selection itself.
+
+The directed model's (``amortized-v2``, ``amortized-repair-v2``): call ``pair_statistics``
+(when the model reads them) and ``sample_rows`` (up to 1,000 rows: every row of a table of at
+most 1,000), compute the model's P(i → j) as :func:`agents.amortized.inference.edge_probabilities`
+does (test-time augmentation over row subsamples), decode it into a DAG (or, with the target
+``cpdag``, a partly directed graph) and submit it; the guided one first sets PC-KCI's working
+graph to it (``set_graph``, orientations included) and then submits — 3 or 4 steps, whatever
+d is. ``amortized`` and ``amortized-repair`` name the shipped default (see
+:data:`DEFAULT_VERSION`).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from agents.amortized.directed import AviciModel, DirectedModel, load_directed
 from agents.amortized.evaluation import select_edges
+from agents.amortized.inference import decode, probabilities_from_rows
 from agents.amortized.model import GridModel, load_model
 from agents.learned_repair import repair_plan
 from heuresis_env.errors import HeuresisError
@@ -17,11 +31,20 @@ from heuresis_env.evidence import EvidenceGrid
 from heuresis_env.graphs import GraphError, topological_order
 from heuresis_env.policy import Policy
 
-__all__ = ["AmortizedPolicy", "AmortizedRepairPolicy", "SHIPPED_MODEL",
-           "load_amortized", "load_amortized_repair"]
+__all__ = ["AmortizedPolicy", "AmortizedRepairPolicy", "DEFAULT_VERSION",
+           "DirectedPolicy", "DirectedRepairPolicy", "SHIPPED_DIRECTED", "SHIPPED_MODEL",
+           "load_amortized", "load_amortized_repair", "load_directed_policy",
+           "load_directed_repair_policy"]
 
-#: the model shipped with the package (agents/data/amortized; see its README.md)
+#: the first model shipped with the package (agents/data/amortized; see its README.md)
 SHIPPED_MODEL = Path(__file__).resolve().parents[1] / "data" / "amortized"
+#: the directed model shipped with the package (agents/data/amortized_v2)
+SHIPPED_DIRECTED = Path(__file__).resolve().parents[1] / "data" / "amortized_v2"
+#: which model ``amortized`` and ``amortized-repair`` run: the first until the directed one's
+#: frozen design beats it on dev and on the test splits (docs/amortized.md)
+DEFAULT_VERSION = "v1"
+#: rows a directed policy asks for (the sample_rows tool's cap)
+ROWS_ASKED = 1_000
 
 
 class _GridPolicy(Policy):
@@ -134,17 +157,137 @@ def _acyclic(arrows: np.ndarray) -> np.ndarray:
     return kept
 
 
+class DirectedPolicy(Policy):
+    """Unguided: reads the pair statistics and the rows, submits the directed model's graph."""
+
+    name = "amortized-v2"
+    interface = "text"
+
+    def __init__(self, model: DirectedModel | AviciModel, record: dict[str, Any] | None = None,
+                 skeleton: str = "f1", tta: int = 4):
+        self.model = model
+        self.record = record or {}
+        self.skeleton = skeleton
+        self.tta = int(tta)
+        self._reads_statistics = isinstance(model, DirectedModel) and model.config.statistics
+        self.reset(None, {})
+
+    def reset(self, observation: Any, info: dict[str, Any]) -> None:
+        self._stage = "statistics" if self._reads_statistics else "rows"
+        self._statistics: dict[str, Any] | None = None
+        self._plan: list[dict[str, Any]] = []
+        self.decisions: list[dict[str, Any]] = []
+
+    def act(self, observation: Any, info: dict[str, Any]) -> Any:
+        if self._stage == "statistics":
+            self._stage = "rows"
+            return {"tool": "pair_statistics", "args": {}}
+        if self._stage == "rows":
+            if self._reads_statistics:
+                self._statistics = self._read(info, "pair_statistics")
+            self._stage = "plan"
+            return {"tool": "sample_rows", "args": {"count": ROWS_ASKED}}
+        if self._stage == "plan":
+            self._stage = "act"
+            rows = self._read(info, "sample_rows")
+            names = tuple(rows["names"])
+            p = probabilities_from_rows(self.model, np.asarray(rows["rows"], dtype=np.float64),
+                                        names, self._statistics, tta=self.tta)
+            target = str(getattr(self.settings, "target", "none"))
+            decoded = decode(p, self.skeleton, "cpdag" if target == "cpdag" else "dag",
+                             exclusive=isinstance(self.model, DirectedModel))
+            edges = decoded.graph(names).to_text().splitlines() if decoded.skeleton.any() else []
+            self.decisions = [{"pair": [names[i], names[j]],
+                               "forward": float(p[i, j]), "backward": float(p[j, i])}
+                              for i, j in zip(*np.triu_indices(len(names), 1), strict=True)]
+            self._plan = self.plan(edges)
+        if self._plan:
+            return self._plan.pop(0)
+        return {"tool": "submit", "args": {}}
+
+    def plan(self, edges: list[str]) -> list[dict[str, Any]]:
+        return [{"tool": "submit", "args": {"edges": edges}}]
+
+    def _read(self, info: dict[str, Any], tool: str) -> dict[str, Any]:
+        if info.get("error") is not None:
+            raise HeuresisError(f"{self.name}: the {tool} tool failed: {info['error']}")
+        data = info.get("data") or {}
+        if not isinstance(data, dict):
+            raise HeuresisError(f"{self.name}: the {tool} tool returned no data")
+        return data
+
+    def transcript(self) -> list[dict[str, Any]] | None:
+        return [{"decisions": self.decisions,
+                 "model": self.record.get("provenance", {}).get("name", "")}]
+
+
+class DirectedRepairPolicy(DirectedPolicy):
+    """Guided: sets PC-KCI's working graph to the directed model's graph, then submits."""
+
+    name = "amortized-repair-v2"
+
+    def reset(self, observation: Any, info: dict[str, Any]) -> None:
+        if info and not info.get("guided", self.settings.guided):
+            raise HeuresisError("amortized-repair edits PC-KCI's output: run it in the guided "
+                                "condition (guided=True); the unguided policy is 'amortized'")
+        super().reset(observation, info)
+
+    def plan(self, edges: list[str]) -> list[dict[str, Any]]:
+        return [{"tool": "set_graph", "args": {"edges": edges}}, {"tool": "submit", "args": {}}]
+
+
 def _load(cls: type[_GridPolicy], path: str | Path | None) -> _GridPolicy:
     model, record = load_model(SHIPPED_MODEL if path is None else path)
     return cls(model, record)
 
 
-def load_amortized_repair(path: str | Path | None = None) -> _GridPolicy:
-    """The ``amortized-repair`` policy (entry point), with the shipped model unless ``path``."""
+def _load_directed(cls: type[DirectedPolicy], path: str | Path | None, name: str
+                   ) -> DirectedPolicy:
+    where = Path(SHIPPED_DIRECTED if path is None else path)
+    if path is None and not (where / "model.json").exists():
+        raise HeuresisError(f"no directed model is shipped yet ({where}); train one "
+                            "(docs/amortized.md) and pass its folder as the policy's path")
+    model, record = load_directed(where)
+    policy = cls(model, record)
+    policy.name = name
+    return policy
+
+
+def load_directed_policy(path: str | Path | None = None) -> DirectedPolicy:
+    """The ``amortized-v2`` policy (entry point), with the shipped directed model unless
+    ``path``."""
+    return _load_directed(DirectedPolicy, path, "amortized-v2")
+
+
+def load_directed_repair_policy(path: str | Path | None = None) -> DirectedPolicy:
+    """The ``amortized-repair-v2`` policy (entry point)."""
+    return _load_directed(DirectedRepairPolicy, path, "amortized-repair-v2")
+
+
+def load_amortized_v1(path: str | Path | None = None) -> Policy:
+    """The first model's unguided policy under its own name."""
+    policy = _load(AmortizedPolicy, path)
+    policy.name = "amortized-v1"
+    return policy
+
+
+def load_amortized_repair_v1(path: str | Path | None = None) -> Policy:
+    """The first model's guided policy under its own name."""
+    policy = _load(AmortizedRepairPolicy, path)
+    policy.name = "amortized-repair-v1"
+    return policy
+
+
+def load_amortized_repair(path: str | Path | None = None) -> Policy:
+    """The ``amortized-repair`` policy (entry point): the default version's guided policy."""
+    if DEFAULT_VERSION == "v2":
+        return _load_directed(DirectedRepairPolicy, path, "amortized-repair")
     return _load(AmortizedRepairPolicy, path)
 
 
-def load_amortized(path: str | Path | None = None) -> _GridPolicy:
-    """The ``amortized`` policy (entry point), with the shipped model unless ``path``."""
+def load_amortized(path: str | Path | None = None) -> Policy:
+    """The ``amortized`` policy (entry point): the default version's unguided policy."""
+    if DEFAULT_VERSION == "v2":
+        return _load_directed(DirectedPolicy, path, "amortized")
     return _load(AmortizedPolicy, path)
 

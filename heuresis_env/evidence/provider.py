@@ -10,6 +10,7 @@ from heuresis_env.evidence.grid import EvidenceGrid, evidence_grid
 from heuresis_env.evidence.pairs import PairEvidence, PairTable, pair_evidence, pair_table
 from heuresis_env.evidence.repair import RepairEvidence, repair_evidence
 from heuresis_env.evidence.start import GuidedStart, guided_start
+from heuresis_env.evidence.statistics import PairStatistics, pair_statistics
 
 
 class EvidenceProvider:
@@ -33,6 +34,10 @@ class EvidenceProvider:
 
     def evidence_grid(self) -> EvidenceGrid:
         return evidence_grid(self._data, self.names, self.sha256)
+
+    def pair_statistics(self) -> PairStatistics:
+        """The pair statistics without the searches (what the directed models read)."""
+        return pair_statistics(self._data, self.names, self.sha256, searches=False)
 
     def repair_evidence(self) -> RepairEvidence:
         return repair_evidence(self._data, self.names, self.sha256)

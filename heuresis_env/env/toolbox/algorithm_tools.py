@@ -37,7 +37,12 @@ from heuresis_env.env.toolbox.registry import (
 )
 from heuresis_env.env.toolbox.state import EpisodeState
 from heuresis_env.errors import HeuresisError
-from heuresis_env.evidence import REPAIR_FEATURES, bootstrap_edge_frequencies
+from heuresis_env.evidence import (
+    REPAIR_FEATURES,
+    STATISTICS_NODE_FEATURES,
+    STATISTICS_PAIR_FEATURES,
+    bootstrap_edge_frequencies,
+)
 from heuresis_env.seeding import MAX_INT31, int31_seed
 
 #: bump when the stability tool's cached output changes meaning
@@ -365,6 +370,22 @@ def _evidence_grid(state: EpisodeState, args: NoArgs) -> ToolResult:
     return ToolResult(text="\n".join(legend), data=data)
 
 
+def _pair_statistics(state: EpisodeState, args: NoArgs) -> ToolResult:
+    statistics = state.require_evidence().pair_statistics()
+    described = "; ".join(f"{f.name}: {f.description}" + ("" if f.symmetric else " (i->j, j->i)")
+                          for f in STATISTICS_PAIR_FEATURES)
+    nodes = "; ".join(f"{f.name}: {f.description}" for f in STATISTICS_NODE_FEATURES)
+    legend = ("Pair statistics: cheap evidence about every pair and variable at any size, from "
+              "the data alone (what the directed amortized model reads beside the rows). "
+              "-log10 p-values are capped at 30. Pairs: " + described + ". Variables: " + nodes
+              + ".")
+    return ToolResult(text=legend + "\n\n" + statistics.table_text(), data={
+        "names": list(statistics.names),
+        "pair_features": [f.name for f in STATISTICS_PAIR_FEATURES],
+        "node_features": [f.name for f in STATISTICS_NODE_FEATURES],
+        "pairs": statistics.pairs.tolist(), "nodes": statistics.nodes.tolist()})
+
+
 register_tool(Tool(
     name="run_algorithm",
     description="Run a reference causal-discovery algorithm (PC with Fisher-z or KCI, GES, "
@@ -398,6 +419,13 @@ register_tool(Tool(
                 "over small conditioning sets, whether PC (Fisher-z, KCI), BOSS, GRaSP and GES "
                 "keep each pair, PC-KCI's deletions, and nonlinear regression gains both ways.",
     args_model=NoArgs, run=_evidence_grid, category="algorithm", minimal=False))
+register_tool(Tool(
+    name="pair_statistics",
+    description="Cheap evidence about every pair and variable at any size, from the data "
+                "alone: correlations and partial correlations, the largest Fisher-z p-value "
+                "over small sets, PC-Fisher-z's output, random-feature kernel dependence "
+                "(marginal and given all others), and additive-noise asymmetry both ways.",
+    args_model=NoArgs, run=_pair_statistics, category="algorithm", minimal=False))
 register_tool(Tool(
     name="repair_evidence",
     description="Per-pair evidence about PC-KCI's decisions (the starting graph of a guided "

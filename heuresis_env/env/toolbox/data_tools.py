@@ -137,6 +137,36 @@ register_tool(Tool(
     description="Summarize the data: per-column moments and normality tests, and the "
                 "marginal correlations (their summary and the strongest pairs).",
     args_model=NoArgs, run=_describe_data, category="data"))
+#: the most rows one sample_rows call returns
+MAX_SAMPLE_ROWS = 1_000
+
+
+class SampleRowsArgs(ToolArgs):
+    count: int = Field(200, ge=1, le=MAX_SAMPLE_ROWS,
+                       description=f"rows to draw (at most {MAX_SAMPLE_ROWS:,}; all rows when the "
+                                   "table has fewer)")
+    seed: int = Field(0, ge=0, le=2**31 - 1, description="seed of the draw")
+
+
+def _sample_rows(state: EpisodeState, args: SampleRowsArgs) -> ToolResult:
+    data = state.data
+    n = data.shape[0]
+    chosen = np.sort(np.random.default_rng(args.seed).permutation(n)[:args.count])
+    rows = data[chosen]
+    shown = min(len(rows), 20)
+    lines = [f"{len(rows)} of the {n} rows, drawn at random without replacement (seed "
+             f"{args.seed}), in table order; the first {shown} shown, all in the data.",
+             "  ".join(state.names)]
+    lines += ["  ".join(f"{v:.4g}" for v in row) for row in rows[:shown]]
+    return ToolResult(text="\n".join(lines), data={
+        "names": list(state.names), "rows": rows.tolist(), "row_numbers": chosen.tolist()})
+
+
+register_tool(Tool(
+    name="sample_rows",
+    description="A random sample of the table's rows (what a model that reads rows reads): "
+                "the values as data, the first rows as text.",
+    args_model=SampleRowsArgs, run=_sample_rows, category="data", minimal=False))
 register_tool(Tool(
     name="ci_test",
     description="Test whether x and y are independent given a set of variables: returns the "

@@ -61,6 +61,9 @@ class FitSettings:
     reload_every: int = 500
     holdout_every: int = 50
     max_d: int = 50
+    #: stop after this step (checkpointed) as an interruption would; a later call with the same
+    #: settings and ``out`` goes on from there (None: run to ``steps``)
+    stop_at: int | None = None
 
 
 def fit_normalisation(data: StreamSet, limit: int = 400) -> tuple[list[float], list[float]]:
@@ -144,7 +147,8 @@ def fit_directed(shards: str | Path, out: str | Path, settings: FitSettings,
                  config: dict[str, Any] | None = None, prior: str | None = None,
                  progress: Callable[[str], None] | None = None) -> Path:
     """Train (or resume training) a model on the stream shards in ``shards``; returns the
-    folder of the final model (``out/model``). See the module docstring."""
+    folder of the final model (``out/model``), or of the checkpoint when ``stop_at`` ended the
+    call first. See the module docstring."""
     torch.set_num_threads(settings.threads)
     out = Path(out)
     checkpoint = out / "checkpoint"
@@ -164,6 +168,7 @@ def fit_directed(shards: str | Path, out: str | Path, settings: FitSettings,
         if progress is not None:
             progress(f"resuming at step {step} from {checkpoint}")
     else:
+        torch.manual_seed(settings.seed)
         fields = dict(config or {})
         if settings.architecture == "directed":
             fields["input_mean"], fields["input_std"] = fit_normalisation(data)
@@ -186,7 +191,8 @@ def fit_directed(shards: str | Path, out: str | Path, settings: FitSettings,
         return buckets, np.flatnonzero(held & (data.d <= settings.max_d))
 
     buckets, held_out = split(data)
-    while step < settings.steps:
+    last = settings.steps if settings.stop_at is None else min(settings.steps, settings.stop_at)
+    while step < last:
         if step % settings.reload_every == 0 and step > 0:
             fresh = stream_shards(shards, prior)
             if len(fresh) > len(paths):
@@ -210,7 +216,7 @@ def fit_directed(shards: str | Path, out: str | Path, settings: FitSettings,
             model.dual_step(step)
         losses.append(float(loss.detach()))
         step += 1
-        if step % settings.checkpoint_every == 0 or step == settings.steps:
+        if step % settings.checkpoint_every == 0 or step == last:
             held = _held_out_loss(model, data, held_out, rows, settings.seed)
             entry = {"step": step, "loss": float(np.mean(losses)), "held_out_loss": held,
                      "instances": len(data), "seconds": time.perf_counter() - started,
@@ -228,6 +234,8 @@ def fit_directed(shards: str | Path, out: str | Path, settings: FitSettings,
             if progress is not None:
                 progress(f"step {step}/{settings.steps}: loss {entry['loss']:.4f}, held-out "
                          f"{held:.4f}, {len(data)} instances, {entry['seconds']:.0f} s")
+    if step < settings.steps:
+        return checkpoint  # stopped early: the checkpoint is where a later call goes on
     model.eval()
     final = save_directed(model, out / "model", {
         "steps": settings.steps, "settings": asdict(settings),

@@ -1,0 +1,244 @@
+"""The directed models: equivariance, a consistent three-class head, acyclic decoding, data-only
+files, the policies in episodes, and a small training run that must learn."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from agents.amortized import (
+    AviciConfig,
+    AviciModel,
+    DirectedConfig,
+    DirectedModel,
+    decode,
+    discover,
+    edge_probabilities,
+    load_directed,
+    save_directed,
+)
+from agents.amortized.directed import cell_inputs, row_inputs, spectral_acyclicity
+from agents.amortized.fit import FitSettings, fit_directed
+from agents.amortized.inference import probabilities_from_rows
+from agents.amortized.policy import DirectedPolicy, DirectedRepairPolicy
+from agents.amortized.stream import build_stream, load_stream
+from heuresis_env.env import HeuresisEnv
+from heuresis_env.errors import HeuresisError
+from heuresis_env.evidence import (
+    STATISTICS_NODE_FEATURE_NAMES,
+    STATISTICS_PAIR_FEATURE_NAMES,
+    compute_pair_statistics,
+)
+from heuresis_env.generation import InstanceKey, generate_instance
+from heuresis_env.graphs import has_directed_cycle
+from heuresis_env.metrics import score_graph
+from heuresis_env.policy import EpisodeSettings
+
+SMALL = {"hidden": 16, "layers": 1, "heads": 2, "feedforward": 32, "row_layers": 1,
+         "row_hidden": 8, "rows": 60}
+
+
+def _inputs(d: int = 6, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    pairs = rng.normal(size=(d, d, len(STATISTICS_PAIR_FEATURE_NAMES))).astype(np.float32)
+    nodes = rng.normal(size=(d, len(STATISTICS_NODE_FEATURE_NAMES))).astype(np.float32)
+    rows = rng.normal(size=(80, d))
+    return pairs, nodes, rows
+
+
+def _probabilities(model, pairs, nodes, rows):
+    cells = torch.from_numpy(cell_inputs(pairs, nodes))
+    return model.directed_probabilities(cells, torch.from_numpy(row_inputs(rows)))[0]
+
+
+@pytest.mark.parametrize("architecture", ["directed", "avici"])
+def test_the_models_are_permutation_equivariant(architecture):
+    torch.manual_seed(0)
+    model = (DirectedModel(DirectedConfig(**SMALL)) if architecture == "directed"
+             else AviciModel(AviciConfig(dim=16, layers=1, heads=2, rows=60)))
+    model.eval()
+    pairs, nodes, rows = _inputs()
+    order = [3, 0, 5, 1, 4, 2]
+    plain = _probabilities(model, pairs, nodes, rows)
+    moved = _probabilities(model, pairs[np.ix_(order, order)], nodes[order], rows[:, order])
+    assert np.allclose(moved, plain[np.ix_(order, order)], atol=1e-5)
+    # the row order does not matter either (max-pooled over rows)
+    shuffled = _probabilities(model, pairs, nodes, rows[::-1])
+    assert np.allclose(shuffled, plain, atol=1e-5)
+
+
+def test_the_three_classes_of_a_pair_are_one_distribution():
+    torch.manual_seed(1)
+    model = DirectedModel(DirectedConfig(**SMALL)).eval()
+    pairs, nodes, rows = _inputs(7, seed=2)
+    cells = torch.from_numpy(cell_inputs(pairs, nodes))
+    with torch.no_grad():
+        log_p = model.pair_log_probabilities(model(cells, torch.from_numpy(row_inputs(rows))))
+    p = log_p[0].exp().numpy()
+    assert np.allclose(p.sum(axis=-1), 1.0, atol=1e-5)
+    # (none, i→j, j→i) read at (i, j) equals (none, j→i, i→j) read at (j, i)
+    assert np.allclose(p[:, :, 0], p[:, :, 0].T, atol=1e-6)
+    assert np.allclose(p[:, :, 1], p[:, :, 2].T, atol=1e-6)
+
+
+def test_decoded_graphs_never_have_a_directed_cycle():
+    rng = np.random.default_rng(3)
+    for trial in range(200):
+        d = int(rng.integers(3, 12))
+        p = rng.uniform(size=(d, d)) ** rng.uniform(0.3, 3)
+        np.fill_diagonal(p, 0)
+        p = p / np.maximum(p + p.T, 1.0) * rng.uniform(0.5, 1.0)  # P(i→j) + P(j→i) ≤ 1
+        for skeleton in ("f1", "shd"):
+            for orient in ("dag", "cpdag"):
+                decoded = decode(p, skeleton, orient)
+                assert not has_directed_cycle(decoded.directed), (trial, skeleton, orient)
+                assert not np.any(decoded.directed & decoded.directed.T)
+                assert not np.any(decoded.directed & decoded.undirected)
+                if orient == "dag":
+                    assert not decoded.undirected.any()
+    # a confident cycle a → b → c → a: the least confident arrow is reversed
+    p = np.zeros((3, 3))
+    p[0, 1], p[1, 2], p[2, 0] = 0.9, 0.8, 0.7
+    decoded = decode(p, "shd", "dag")
+    assert decoded.directed[0, 1] and decoded.directed[1, 2] and decoded.directed[0, 2]
+    with pytest.raises(HeuresisError, match="skeleton rule"):
+        decode(p, "best")
+
+
+def test_the_spectral_penalty_is_zero_on_dags_and_positive_on_cycles():
+    dag = torch.tensor([[[0.0, 1, 1], [0, 0, 1], [0, 0, 0]]])
+    # cycles of lengths 3 and 2 (aperiodic): spectral radius the real root of x³ = x + 1
+    cycle = torch.tensor([[[0.0, 1, 0], [0, 0, 1], [1, 1, 0]]])
+    with torch.no_grad():
+        assert float(spectral_acyclicity(torch.log(dag.clamp_min(1e-30)))) < 1e-6
+        assert float(spectral_acyclicity(torch.log(cycle.clamp_min(1e-30)))) == \
+            pytest.approx(1.3247, abs=1e-2)
+
+
+def test_saved_models_are_data_only_and_checked(tmp_path):
+    torch.manual_seed(4)
+    model = DirectedModel(DirectedConfig(**SMALL)).eval()
+    folder = save_directed(model, tmp_path / "m", {"name": "test"})
+    loaded, record = load_directed(folder)
+    pairs, nodes, rows = _inputs()
+    assert np.array_equal(_probabilities(model, pairs, nodes, rows),
+                          _probabilities(loaded, pairs, nodes, rows))
+    assert record["architecture"] == "directed" and record["provenance"]["name"] == "test"
+    with np.load(folder / "model.npz", allow_pickle=False) as archive:
+        assert all(archive[k].dtype == np.float32 for k in archive.files)
+    weights = bytearray((folder / "model.npz").read_bytes())
+    weights[-40] ^= 1
+    (folder / "model.npz").write_bytes(bytes(weights))
+    with pytest.raises(HeuresisError, match="hash"):
+        load_directed(folder)
+    shutil.rmtree(folder)
+    folder = save_directed(model, tmp_path / "m")
+    record = json.loads((folder / "model.json").read_text())
+    record["config"]["statistics_version"] = 0
+    (folder / "model.json").write_text(json.dumps(record))
+    with pytest.raises(HeuresisError, match="pair-statistics version"):
+        load_directed(folder)
+
+
+@pytest.fixture(scope="module")
+def stream(tmp_path_factory):
+    """Two tiny stream shards of the benchmark prior (d = 10, n = 600), built for real."""
+    out = tmp_path_factory.mktemp("stream")
+    build_stream("benchmark", 0, 8, out, shard_size=4)
+    return out
+
+
+def test_stream_shards_hold_statistics_rows_and_labels(stream):
+    data = load_stream(sorted(stream.glob("stream-*.npz")))
+    assert len(data) == 8 and set(data.d) == {10} and set(data.r) == {512}
+    pairs, nodes, rows, dag = data.example(5)
+    key = InstanceKey(str(data.family[5]), "train", 5)
+    instance = generate_instance(key)
+    assert np.array_equal(dag, instance.record.require_graph("t").directed_adjacency())
+    assert np.allclose(rows, instance.X[:512], atol=2e-3)  # float16 storage
+    statistics = compute_pair_statistics(instance.X, instance.names, instance.sha256,
+                                         searches=False)
+    assert np.array_equal(pairs, statistics.pairs) and np.array_equal(nodes, statistics.nodes)
+    # a second build writes nothing new (resumes)
+    before = {p: p.stat().st_mtime_ns for p in stream.glob("stream-*.npz")}
+    build_stream("benchmark", 0, 8, stream, shard_size=4)
+    assert {p: p.stat().st_mtime_ns for p in stream.glob("stream-*.npz")} == before
+
+
+def test_training_resumes_where_it_stopped(stream, tmp_path):
+    settings = FitSettings(steps=6, checkpoint_every=3, warmup=1, holdout_every=4)
+    first = fit_directed(stream, tmp_path / "a", FitSettings(**{**settings.__dict__,
+                                                               "stop_at": 3}), SMALL)
+    assert first == tmp_path / "a" / "checkpoint" and not (tmp_path / "a" / "model").exists()
+    resumed = fit_directed(stream, tmp_path / "a", settings, SMALL)
+    straight = fit_directed(stream, tmp_path / "b", settings, SMALL)
+    a, _ = load_directed(resumed)
+    b, _ = load_directed(straight)
+    for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items(), strict=True):
+        assert torch.allclose(x, y, atol=1e-6), name
+    history = [json.loads(line) for line in (tmp_path / "a" / "history.jsonl").open()]
+    assert [h["step"] for h in history] == [3, 6]
+
+
+def test_policies_submit_the_offline_graph(stream, tmp_path):
+    model = load_directed(fit_directed(stream, tmp_path / "m", FitSettings(
+        steps=4, checkpoint_every=4, warmup=1), SMALL))[0]
+    key = InstanceKey("wild", "dev", 2)
+    instance = generate_instance(key)
+    p = edge_probabilities(model, instance.X, instance.names, instance.sha256)
+    expected = decode(p, "f1", "dag").graph(instance.names)
+    truth = instance.record.require_graph("t")
+    for cls, guided in ((DirectedPolicy, False), (DirectedRepairPolicy, True)):
+        env = HeuresisEnv("wild", split="dev", guided=guided, target="dag", max_steps=10)
+        policy = cls(model)
+        policy.configure(EpisodeSettings(guided=guided, target="dag"))
+        observation, info = env.reset(options={"index": 2})
+        policy.reset(observation, info)
+        done, steps = False, 0
+        while not done:
+            observation, _, terminated, truncated, info = env.step(
+                policy.act(observation, info))
+            done, steps = terminated or truncated, steps + 1
+        assert steps == (3 if not guided else 4)
+        assert info["scores"] == pytest.approx(score_graph(expected, truth))
+    # the same probabilities from what the tools return
+    statistics = compute_pair_statistics(instance.X, instance.names, instance.sha256,
+                                         searches=False)
+    again = probabilities_from_rows(model, instance.X, instance.names, {
+        "pair_features": STATISTICS_PAIR_FEATURE_NAMES,
+        "node_features": STATISTICS_NODE_FEATURE_NAMES,
+        "pairs": statistics.pairs, "nodes": statistics.nodes})
+    assert np.allclose(again, p)
+
+
+def test_discover_reads_a_users_table_and_writes_json(stream, tmp_path):
+    model_dir = fit_directed(stream, tmp_path / "m", FitSettings(
+        steps=2, checkpoint_every=2, warmup=1), SMALL)
+    instance = generate_instance(InstanceKey("lg", "dev", 4, d=6, n=300))
+    table = tmp_path / "table.csv"
+    with table.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(instance.names)
+        writer.writerows((3 * instance.X + 1).tolist())  # another scale: standardized inside
+    result = discover(3 * instance.X + 1, instance.names, load_directed(model_dir)[0])
+    assert result.graph.is_dag()
+    out = tmp_path / "graph.json"
+    done = subprocess.run([sys.executable, "-m", "heuresis_env.cli", "discover", str(table),
+                           "--model", str(model_dir), "--json", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "P(adjacent)" in done.stdout
+    document = json.loads(out.read_text())
+    assert document["variables"] == list(instance.names)
+    assert document["graph"] == result.graph.to_text().splitlines()
+    bad = subprocess.run([sys.executable, "-m", "heuresis_env.cli", "discover", str(table),
+                          "--model", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert bad.returncode != 0 and "no directed model" in bad.stderr
+    assert "Traceback" not in bad.stderr

@@ -303,7 +303,8 @@ class OpenAIChatBackend(_SDKBackend):
 
     ``max_tokens_parameter``: OpenAI's own API wants ``max_completion_tokens`` (reasoning
     models refuse ``max_tokens``); most other servers read ``max_tokens``. The default picks
-    the first without a ``base_url`` and the second with one.
+    the first without a ``base_url`` and the second with one. ``environment_proxy=False``
+    ignores ``$HTTP(S)_PROXY`` (for a server in this very process).
     """
 
     kind = "openai"
@@ -313,7 +314,7 @@ class OpenAIChatBackend(_SDKBackend):
                  retry: RetrySchedule | None = None, temperature: float | None = None,
                  max_tokens_parameter: str | None = None,
                  extra_body: dict[str, Any] | None = None, seed: int | None = None,
-                 sleep: Callable[[float], None] = time.sleep):
+                 sleep: Callable[[float], None] = time.sleep, environment_proxy: bool = True):
         import openai
 
         if not isinstance(model, str) or not model.strip():
@@ -335,8 +336,13 @@ class OpenAIChatBackend(_SDKBackend):
         self._rng = np.random.default_rng(seed)
         self._sleep = sleep
         self._openai = openai
+        # a server of this very process (the heuristic stand-in, a local model) is reached
+        # directly, never through $HTTP(S)_PROXY: a proxy — the endpoint proxy of a confined
+        # policy, a user's own — lives outside the process and cannot reach its loopback
+        http_client = None if environment_proxy else openai.DefaultHttpxClient(trust_env=False)
         self.client = openai.OpenAI(api_key=connection.api_key, base_url=connection.base_url,
-                                    timeout=self.timeout, max_retries=0)
+                                    timeout=self.timeout, max_retries=0,
+                                    http_client=http_client)
 
     def complete(self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None,
                  max_tokens: int, *, deadline: float | None = None) -> ChatReply:

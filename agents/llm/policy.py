@@ -488,7 +488,7 @@ def make_heuristic_llm_policy(name: str = "llm-heuristic", native_tools: bool = 
                         model=HEURISTIC_MODEL_NAME)
     try:
         chat = OpenAIChatBackend(HEURISTIC_MODEL_NAME, base_url=server.url, api_key="local",
-                                 timeout=600.0, max_retries=2)
+                                 timeout=600.0, max_retries=2, environment_proxy=False)
     except BaseException:
         server.close()
         raise

@@ -135,6 +135,11 @@ def run(args: argparse.Namespace) -> int:
     print(summary.to_text())
     for note in source_notes([family.family for family in summary.families], args.split):
         print(f"note: {note}", file=sys.stderr)
+    if summary.all_errored:
+        print(f"heuresis evaluate: error: every episode of the run errored "
+              f"({summary.overall.errors} of {summary.overall.episodes}; the reasons are "
+              "above): nothing was scored", file=sys.stderr)
+        return 1
     return 0
 
 

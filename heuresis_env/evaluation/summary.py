@@ -58,6 +58,12 @@ class RunSummary:
     #: what the policy said about how it ran (e.g. a condition it was not trained in)
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def all_errored(self) -> bool:
+        """True when the run has episodes and every one errored: nothing in it can be scored
+        (``heuresis evaluate`` then exits non-zero)."""
+        return self.overall.episodes > 0 and self.overall.errors == self.overall.episodes
+
     def to_text(self) -> str:
         """A plain-text table: per family, episodes, mean F1 (all, finished), truncation."""
         def f1(value: float) -> str:

@@ -33,9 +33,9 @@ from urllib.parse import urlsplit
 
 from heuresis_env.errors import HeuresisError
 
-__all__ = ["API_ENDPOINTS", "ENDPOINT_OPTIONS", "ENDPOINT_VARIABLES", "PROXY_VARIABLES",
-           "EndpointProxy", "parse_endpoint", "policy_endpoints", "proxy_environment",
-           "start_relay"]
+__all__ = ["API_ENDPOINTS", "ENDPOINT_OPTIONS", "ENDPOINT_VARIABLES", "IN_PROCESS_BACKENDS",
+           "PROXY_VARIABLES", "EndpointProxy", "parse_endpoint", "policy_endpoints",
+           "proxy_environment", "start_relay"]
 
 LOG = logging.getLogger(__name__)
 #: registered policies that talk to a remote API, and the endpoints they use without a
@@ -45,6 +45,12 @@ API_ENDPOINTS: dict[str, tuple[str, ...]] = {
 #: variables that name a registered API policy's base URL (``agents.llm.connection``'s
 #: ``ENV_BASE_URL`` and ``SERVICE_VARIABLES``; a test keeps the two lists equal)
 ENDPOINT_VARIABLES = ("HEURESIS_LLM_BASE_URL", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
+#: a registered API policy's ``backend`` option (or ``$HEURESIS_LLM_BACKEND``) naming a model
+#: that runs inside the policy's own process (``agents.llm``'s keyless backends: the heuristic
+#: stand-in, a local model on CPU): it reaches its in-process server on the policy's own
+#: loopback, so it needs no endpoint, and the policy gets no network
+IN_PROCESS_BACKENDS = ("heuristic", "local")
+BACKEND_OPTION, BACKEND_VARIABLE = "backend", "HEURESIS_LLM_BACKEND"
 #: policy options naming the endpoint a policy talks to
 ENDPOINT_OPTIONS = ("base_url",)
 #: what points a confined policy's HTTP clients at its relay
@@ -86,7 +92,8 @@ def policy_endpoints(spec: str, options: Mapping[str, Any], declared: bool | Seq
                      environment: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """The endpoints a policy may reach (none: loopback only): those declared
     (``--policy-network HOST:PORT``), a ``base_url`` option's, and for a registered API policy
-    the base URLs in ``environment``'s :data:`ENDPOINT_VARIABLES`, else its services'.
+    the base URLs in ``environment``'s :data:`ENDPOINT_VARIABLES`, else its services' —
+    unless its backend runs in its own process (:data:`IN_PROCESS_BACKENDS`).
 
     ``declared=True`` (the network is needed, no endpoint named) with none found raises."""
     environment = os.environ if environment is None else environment
@@ -94,7 +101,8 @@ def policy_endpoints(spec: str, options: Mapping[str, Any], declared: bool | Seq
     if not isinstance(declared, bool):
         found += [parse_endpoint(item) for item in declared]
     found += [parse_endpoint(options[name]) for name in ENDPOINT_OPTIONS if options.get(name)]
-    if spec in API_ENDPOINTS and not found:
+    backend = options.get(BACKEND_OPTION) or environment.get(BACKEND_VARIABLE)
+    if spec in API_ENDPOINTS and not found and backend not in IN_PROCESS_BACKENDS:
         named = [parse_endpoint(environment[name]) for name in ENDPOINT_VARIABLES
                  if environment.get(name)]
         found += named or list(API_ENDPOINTS[spec])

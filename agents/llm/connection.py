@@ -17,10 +17,12 @@ from dataclasses import dataclass
 
 from heuresis_env.errors import HeuresisError, UnknownNameError
 
-__all__ = ["BACKENDS", "ENV_BACKEND", "ENV_BASE_URL", "ENV_MODEL", "NO_KEY", "SERVICE_VARIABLES",
+__all__ = ["BACKENDS", "ENV_BACKEND", "IN_PROCESS_BACKENDS", "ENV_BASE_URL", "ENV_MODEL", "NO_KEY", "SERVICE_VARIABLES",
            "Connection", "no_service_error", "resolve_connection"]
 
-BACKENDS = ("openai", "anthropic", "heuristic")
+BACKENDS = ("openai", "anthropic", "heuristic", "local")
+#: backends whose model runs in this process (no key, no base URL)
+IN_PROCESS_BACKENDS = ("heuristic", "local")
 #: environment variables read by the factory (``make_llm_policy``) and the backends
 ENV_BASE_URL = "HEURESIS_LLM_BASE_URL"
 ENV_MODEL = "HEURESIS_LLM_MODEL"
@@ -35,7 +37,8 @@ NO_KEY = "no-key"
 @dataclass(frozen=True)
 class Connection:
     """A resolved service: the backend's kind, its API key and base URL (None: the
-    service's default; both None for the keyless ``heuristic`` backend)."""
+    service's default; both None for the keyless in-process backends, ``heuristic`` and
+    ``local``)."""
 
     backend: str
     api_key: str | None
@@ -68,7 +71,7 @@ def resolve_connection(backend: str | None = None, base_url: str | None = None,
             raise no_service_error()
     if backend not in BACKENDS:
         raise UnknownNameError("LLM backend", backend, BACKENDS)
-    if backend == "heuristic":
+    if backend in IN_PROCESS_BACKENDS:
         return Connection(backend, None, None)
     key_variable, url_variable = SERVICE_VARIABLES[backend]
     base_url = base_url or os.environ.get(url_variable) or None

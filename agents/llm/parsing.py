@@ -209,6 +209,68 @@ def find_json_action(text: str) -> tuple[dict[str, Any] | None, int]:
     return (found[0] if found else None), len(found)
 
 
+def _whole_json(text: str) -> tuple[bool, Any]:
+    """Whether the reply is one JSON value and nothing else (inside one ``` fence at most)."""
+    stripped = text.strip()
+    fenced = _FENCE.fullmatch(stripped)
+    if fenced is not None:
+        stripped = fenced.group(2).strip()
+    try:
+        return True, json.loads(stripped)
+    except (json.JSONDecodeError, ValueError):
+        return False, None
+
+
+def strict_action(reply: ChatReply) -> ExtractedAction:
+    """The strict reader (the ``parse="strict"`` wrapper): a native tool call, or a reply that
+    is one JSON action and nothing else; anything else is passed on unparsed."""
+    if reply.tool_calls:
+        return extract_action(reply)
+    text = reply.text or ""
+    whole, value = _whole_json(text)
+    action = normalize_action(value) if whole else None
+    if action is not None:
+        return ExtractedAction(action, "text_json")
+    return ExtractedAction(text.strip(), "unparsed",
+                           note="the reply is not one JSON action (strict reading)")
+
+
+def strict_edge_list(text: str) -> Any:
+    """The strict reading of a final answer: the reply must be one JSON edge structure (a
+    list, or ``{"edges": [...]}``), returned decoded for :func:`parse_edge_list`."""
+    whole, value = _whole_json(text)
+    if not whole or not isinstance(value, list | dict):
+        raise EdgeListError("the reply is not one JSON edge list (strict reading): reply "
+                            'with a JSON list such as ["X1 --> X2"] and nothing else')
+    return value
+
+
+def action_schema(tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The JSON schema of one action ``{"tool": NAME, "args": {...}}`` over the offered tools
+    (OpenAI-style function schemas): one alternative per tool, with its own arguments."""
+    options = []
+    for tool in tools:
+        function = tool.get("function", tool)
+        parameters = dict(function.get("parameters") or {"type": "object", "properties": {}})
+        options.append({"type": "object", "properties": {
+            "tool": {"const": function["name"]}, "args": parameters},
+            "required": ["tool", "args"], "additionalProperties": False})
+    return {"anyOf": options} if len(options) > 1 else options[0]
+
+
+def edge_list_schema(names: Sequence[str], directed_only: bool = False) -> dict[str, Any]:
+    """The JSON schema of a final answer ``{"edges": ["X1 --> X2", ...]}`` over ``names``."""
+    alternatives = "|".join(_escape(n) for n in names)
+    arrows = "-->" if directed_only else "(-->|---)"
+    return {"type": "object", "properties": {"edges": {"type": "array", "items": {
+        "type": "string", "pattern": f"^({alternatives}) {arrows} ({alternatives})$"}}},
+        "required": ["edges"], "additionalProperties": False}
+
+
+def _escape(name: str) -> str:
+    return "".join("\\" + c if not (c.isalnum() or c == "_") else c for c in name)
+
+
 _REACT = re.compile(r"Action\s*:\s*[`\"']?([A-Za-z_][A-Za-z0-9_]*)[`\"']?[ \t]*\n+\s*"
                     r"Action\s*Input\s*:\s*(.*)", re.S | re.I)
 

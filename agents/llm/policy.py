@@ -44,7 +44,16 @@ from agents.llm.backends import (
 )
 from agents.llm.connection import ENV_MODEL, resolve_connection
 from agents.llm.messages import ChatReply
-from agents.llm.parsing import EdgeListError, extract_action, parse_edge_list, tool_call_action
+from agents.llm.parsing import (
+    EdgeListError,
+    action_schema,
+    edge_list_schema,
+    extract_action,
+    parse_edge_list,
+    strict_action,
+    strict_edge_list,
+    tool_call_action,
+)
 from agents.llm.prices import PriceTable
 from agents.llm.prompts import (
     FINAL_NOT_RUN_MESSAGE,
@@ -58,7 +67,7 @@ from agents.llm.prompts import (
 )
 from agents.llm.server import HEURISTIC_MODEL_NAME, ChatServer, HeuristicModel
 from heuresis_env.env import tool_schemas
-from heuresis_env.errors import HeuresisError
+from heuresis_env.errors import HeuresisError, UnknownNameError
 from heuresis_env.graphs import has_directed_cycle
 from heuresis_env.policy import EpisodeSettings, Policy
 
@@ -66,6 +75,9 @@ from heuresis_env.policy import EpisodeSettings, Policy
 #: interrupts a policy call 5 s past it)
 FINAL_TURN_GRACE_SECONDS = 2.0
 #: how the final turn ended, as reported in ``usage()["final_turn"]``
+#: how replies are read: tolerantly (any action in the text; the final list with one retry) or
+#: strictly (one JSON value and nothing else; no retry)
+PARSE_MODES = ("tolerant", "strict")
 FINAL_STATUSES = ("edge_list", "edge_list_after_retry", "model_submitted_working_graph",
                   "fallback_working_graph")
 
@@ -89,7 +101,12 @@ class LLMPolicy(Policy):
     """A ReAct language-model policy on the text view (see the module docstring).
 
     ``native_tools=False`` sends no tool schemas and asks for JSON actions in the text (for
-    servers without function calling). ``wall_reserve_seconds`` fixes how much wall time the
+    servers without function calling). The wrappers compared on small models
+    (``docs/llm.md``): ``parse="strict"`` reads an action only from a native tool call or a
+    reply that is one JSON action, and the final edge list only from a reply that is one JSON
+    list, with no retry; ``constrained=True`` asks the server to decode each action (and the
+    final list) under its JSON schema (``response_format``); ``loop=False`` asks for the final
+    edge list on the first turn, without any tool. ``wall_reserve_seconds`` fixes how much wall time the
     final turn keeps; by default it is three times the slowest model call plus the slowest
     environment step seen so far, at least min(5 s, 10% of the wall budget).
     """
@@ -99,7 +116,8 @@ class LLMPolicy(Policy):
     def __init__(self, backend: ChatBackend, *, name: str = "llm",
                  prices: PriceTable | str | Path | Mapping[str, Any] | None = None,
                  native_tools: bool = True, wall_reserve_seconds: float | None = None,
-                 clock: Callable[[], float] = time.monotonic, resources: Sequence[Any] = ()):
+                 clock: Callable[[], float] = time.monotonic, resources: Sequence[Any] = (),
+                 parse: str = "tolerant", constrained: bool = False, loop: bool = True):
         if not isinstance(backend, ChatBackend):
             raise HeuresisError(f"backend must implement ChatBackend (kind, model, complete, "
                                 f"close), got {type(backend).__name__}")
@@ -108,8 +126,17 @@ class LLMPolicy(Policy):
                 or not isinstance(wall_reserve_seconds, int | float) or wall_reserve_seconds < 0):
             raise HeuresisError(f"wall_reserve_seconds must be a number ≥ 0 or None, "
                                 f"got {wall_reserve_seconds!r}")
+        if parse not in PARSE_MODES:
+            raise UnknownNameError("parse mode", parse, PARSE_MODES)
+        if constrained and (native_tools or not getattr(backend, "response_formats", False)):
+            raise HeuresisError("constrained=True decodes JSON actions in the text under a "
+                                "schema: it needs native_tools=False and a backend that sends "
+                                "response_format (the openai backend, a local model)")
         self.backend = backend
         self.name = name
+        self.parse = parse
+        self.constrained = bool(constrained)
+        self.loop = bool(loop)
         self.prices = prices if isinstance(prices, PriceTable) else PriceTable.load(prices)
         self.native_tools = bool(native_tools)
         self.wall_reserve_seconds = wall_reserve_seconds
@@ -143,6 +170,8 @@ class LLMPolicy(Policy):
                                settings.experiments > 0)
         self._tool_names = [s["function"]["name"] for s in schemas]
         self._tools = schemas if self.native_tools else None
+        self._action_format = _response_format("action", action_schema(schemas)) \
+            if self.constrained else None
         self._reset_counters()
         self._started = self._clock()
         self._messages = []
@@ -165,7 +194,9 @@ class LLMPolicy(Policy):
         if self._turns > 0:
             self._record_observation(observation, steps_left)
         self._turns += 1
-        if self._actions_left(steps_left) <= 1:
+        if not self.loop:
+            action = self._final_turn("direct")
+        elif self._actions_left(steps_left) <= 1:
             action = self._final_turn("steps")
         elif self._wall_is_near():
             action = self._final_turn("time")
@@ -192,6 +223,12 @@ class LLMPolicy(Policy):
         """The episode's exchange as events (episode, message, model_call, action, ...)."""
         return copy.deepcopy(self._events) if self._events else None
 
+    def release_resources(self) -> list[Any]:
+        """Hand over what this policy would close (its in-process server) to another owner,
+        e.g. a policy of another task built on the same backend."""
+        resources, self._resources = self._resources, []
+        return resources
+
     def close(self) -> None:
         self.backend.close()
         for resource in self._resources:
@@ -211,13 +248,14 @@ class LLMPolicy(Policy):
     # ---- turns -----------------------------------------------------------------------------------
     def _action_turn(self, steps_left: int) -> Any:
         try:
-            reply = self._call("action", self._action_deadline())
+            reply = self._call("action", self._action_deadline(), self._action_format)
         except BackendError as exc:
             if exc.fatal:
                 raise
             reason = "time" if isinstance(exc, DeadlineExceeded) else "error"
             return self._final_turn(reason)
-        extracted = extract_action(reply, self._tool_names)
+        extracted = (strict_action(reply) if self.parse == "strict"
+                     else extract_action(reply, self._tool_names))
         self._append(reply.assistant_message())
         action, tidied = self._tidy(extracted.action)
         self._pending = _Pending(extracted.tool_call_id, extracted.ignored_tool_calls)
@@ -232,7 +270,7 @@ class LLMPolicy(Policy):
         read, reply = self._ask_final("final")
         problems = [read.problem] if read.problem else []
         status = "edge_list"
-        if read.edges is None and not read.working_graph:
+        if read.edges is None and not read.working_graph and self.parse == "tolerant":
             if reply is not None:
                 self._answer_calls(reply, FINAL_NOT_RUN_MESSAGE)
             self._append({"role": "user", "content": final_retry_request(
@@ -256,8 +294,12 @@ class LLMPolicy(Policy):
         return action
 
     def _ask_final(self, purpose: str) -> tuple[_FinalRead, ChatReply | None]:
+        answer_format = None
+        if self.constrained:
+            answer_format = _response_format("edge_list", edge_list_schema(
+                self._names, directed_only=self.settings.target == "dag"))
         try:
-            reply = self._call(purpose, self._final_deadline())
+            reply = self._call(purpose, self._final_deadline(), answer_format)
         except BackendError as exc:
             if exc.fatal:
                 raise
@@ -280,6 +322,8 @@ class LLMPolicy(Policy):
             source = edges
             break
         try:
+            if self.parse == "strict" and isinstance(source, str):
+                source = strict_edge_list(source)
             edges = parse_edge_list(source if source is not None else "", self._names)
             self._check_target(edges)
         except EdgeListError as exc:
@@ -338,15 +382,17 @@ class LLMPolicy(Policy):
         return {**action, "args": {**action["args"], "edges": edges}}, True
 
     # ---- model calls and accounting --------------------------------------------------------------
-    def _call(self, purpose: str, deadline: float | None) -> ChatReply:
+    def _call(self, purpose: str, deadline: float | None,
+              response_format: dict[str, Any] | None = None) -> ChatReply:
         real_deadline = None
         if deadline is not None:
             real_deadline = time.monotonic() + (deadline - self._clock())
         started = self._clock()
+        extra = {} if response_format is None else {"response_format": response_format}
         try:
             reply = self.backend.complete(self._messages, self._tools,
                                           int(self.settings.token_budget_per_turn),
-                                          deadline=real_deadline)
+                                          deadline=real_deadline, **extra)
         except BackendError as exc:
             self._backend_errors += 1
             self._api_retries += int(exc.retries)
@@ -423,6 +469,13 @@ class LLMPolicy(Policy):
         return self._started + float(self.settings.max_seconds) + FINAL_TURN_GRACE_SECONDS
 
 
+def _response_format(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """OpenAI's structured-output request for ``schema`` (vLLM and our local server honour
+    it too)."""
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema,
+                                                   "strict": True}}
+
+
 def _text(observation: Any) -> str:
     if isinstance(observation, Mapping):
         return str(observation.get("text", ""))
@@ -441,29 +494,43 @@ def make_llm_policy(backend: str | None = None, model: str | None = None,
                     base_url: str | None = None, api_key: str | None = None,
                     timeout: float | None = 120.0, max_retries: int = 5,
                     temperature: float | None = None,
-                    prices: str | Mapping[str, Any] | None = None, native_tools: bool = True,
-                    name: str = "llm", thinking_budget: int | None = None,
+                    prices: str | Mapping[str, Any] | None = None,
+                    native_tools: bool | None = None, name: str = "llm",
+                    thinking_budget: int | None = None,
                     max_tokens_parameter: str | None = None,
-                    wall_reserve_seconds: float | None = None) -> LLMPolicy:
+                    wall_reserve_seconds: float | None = None, parse: str = "tolerant",
+                    constrained: bool = False, loop: bool = True,
+                    model_dir: str | None = None, threads: int | None = None) -> LLMPolicy:
     """Build the language-model policy from plain options (the ``llm`` entry point).
 
-    ``backend``: "openai" (any chat-completions server), "anthropic" or "heuristic" (a local
-    deterministic stand-in, no key). Backend, key and base URL come from the arguments, else
-    the environment (:func:`~agents.llm.connection.resolve_connection`: ``$HEURESIS_LLM_BACKEND``,
-    a base URL or ``$OPENAI_API_KEY`` → openai, ``$ANTHROPIC_API_KEY`` → anthropic). ``model``
-    defaults to ``$HEURESIS_LLM_MODEL``. With nothing configured it raises, naming the
-    variables to set.
+    ``backend``: "openai" (any chat-completions server), "anthropic", "heuristic" (a local
+    deterministic stand-in, no key) or "local" (a real small model on this machine's CPU,
+    ``model`` one of :data:`~agents.llm.local_models.LOCAL_MODELS`; ``model_dir`` a prepared
+    copy of it, ``threads`` torch's threads). Backend, key and base URL come from the
+    arguments, else the environment (:func:`~agents.llm.connection.resolve_connection`:
+    ``$HEURESIS_LLM_BACKEND``, a base URL or ``$OPENAI_API_KEY`` → openai,
+    ``$ANTHROPIC_API_KEY`` → anthropic). ``model`` defaults to ``$HEURESIS_LLM_MODEL``. With
+    nothing configured it raises, naming the variables to set. ``native_tools`` defaults to
+    True, but to False for a local model (it has no tool-calling format). ``parse``,
+    ``constrained`` and ``loop`` choose the wrapper (:class:`LLMPolicy`).
     """
     connection = resolve_connection(backend, base_url, api_key)
+    wrapper = {"parse": parse, "constrained": constrained, "loop": loop,
+               "wall_reserve_seconds": wall_reserve_seconds}
     if connection.backend == "heuristic":
         return make_heuristic_llm_policy(name=name if name != "llm" else "llm-heuristic",
-                                         native_tools=native_tools, prices=prices)
+                                         native_tools=native_tools is not False, prices=prices)
     model = model or os.environ.get(ENV_MODEL) or None
     if model is None:
-        example = ("gpt-4.1-mini, or the name your local server serves"
-                   if connection.backend == "openai" else "claude-sonnet-4-5")
+        example = {"openai": "gpt-4.1-mini, or the name your local server serves",
+                   "local": "smollm2-135m or gemma3-270m"}.get(connection.backend,
+                                                               "claude-sonnet-4-5")
         raise HeuresisError(f"name the model: pass model=... or set {ENV_MODEL} (for "
                             f"example {example})")
+    if connection.backend == "local":
+        return make_local_llm_policy(model, model_dir=model_dir, threads=threads, name=name,
+                                     prices=prices, native_tools=bool(native_tools),
+                                     temperature=temperature, timeout=timeout, **wrapper)
     if connection.backend == "openai":
         chat: ChatBackend = OpenAIChatBackend(
             model, base_url=connection.base_url, api_key=connection.api_key, timeout=timeout,
@@ -473,8 +540,31 @@ def make_llm_policy(backend: str | None = None, model: str | None = None,
         chat = AnthropicBackend(model, base_url=connection.base_url, api_key=connection.api_key,
                                 timeout=timeout, max_retries=max_retries,
                                 temperature=temperature, thinking_budget=thinking_budget)
+    return LLMPolicy(chat, name=name, prices=prices, native_tools=native_tools is not False,
+                     **wrapper)
+
+
+def make_local_llm_policy(model: str, *, model_dir: str | None = None,
+                          threads: int | None = None, name: str = "llm",
+                          prices: str | Mapping[str, Any] | None = None,
+                          native_tools: bool = False, temperature: float | None = None,
+                          timeout: float | None = 600.0, **wrapper: Any) -> LLMPolicy:
+    """The LLM policy on a real small model run in this process (``backend=local``): the
+    model is loaded here (``agents.llm.local_models``) and served on a loopback port by the
+    same chat server as the stand-in, so the policy goes through the ``openai`` SDK and HTTP
+    as with any service, with token counts from the model's own tokenizer."""
+    from agents.llm.local_server import local_chat_server
+
+    server = local_chat_server(model, model_dir=model_dir, threads=threads)
+    try:
+        chat = OpenAIChatBackend(server.model, base_url=server.url, api_key="local",
+                                 timeout=max(float(timeout or 0.0), 600.0), max_retries=0,
+                                 temperature=temperature, environment_proxy=False)
+    except BaseException:
+        server.close()
+        raise
     return LLMPolicy(chat, name=name, prices=prices, native_tools=native_tools,
-                     wall_reserve_seconds=wall_reserve_seconds)
+                     resources=[server], **wrapper)
 
 
 def make_heuristic_llm_policy(name: str = "llm-heuristic", native_tools: bool = True,

@@ -174,12 +174,14 @@ def _example(names: Sequence[str]) -> str:
 
 
 def final_request(names: Sequence[str], target: str, reason: str) -> str:
-    """The last turn's request for the final edge list (``reason``: "steps" or "time")."""
+    """The last turn's request for the final edge list (``reason``: "steps", "time", "error",
+    or "direct" — the first turn of a policy without the tool loop)."""
     if not names:
         raise HeuresisError("the final request needs the variable names")
     why = {"steps": "the step budget is used up",
            "time": "the wall time is nearly over",
-           "error": "the model service failed on the last turn"}
+           "error": "the model service failed on the last turn",
+           "direct": "answer from the task statement alone, without any tool"}
     if reason not in why:
         raise UnknownNameError("final-turn reason", reason, why)
     return (f"{FINAL_TURN_MARKER}: {why[reason]}. Do not call any tool other than submit. "

@@ -22,6 +22,8 @@ from __future__ import annotations
 import json
 import math
 import re
+import select
+import socket
 import threading
 import time
 from collections import deque
@@ -50,7 +52,9 @@ class ScriptedReply:
 
     ``tool_calls`` are (name, arguments) pairs; arguments given as a string are sent as they
     are (so malformed JSON reaches the client). ``usage`` = (prompt, completion) tokens; by
-    default the server counts about four characters a token.
+    default the server counts about four characters a token (a real model's responder,
+    :mod:`agents.llm.local_server`, gives its tokenizer's counts, the cached prompt tokens and
+    the finish reason).
     """
 
     text: str | None = None
@@ -61,6 +65,10 @@ class ScriptedReply:
     retry_after: float | None = None
     delay: float = 0.0
     usage: tuple[int, int] | None = None
+    #: why the reply ended ("stop", "length", ...; default: "tool_calls" or "stop")
+    finish_reason: str | None = None
+    #: prompt tokens served from a cache (reported as OpenAI's ``cached_tokens``)
+    cached_tokens: int = 0
 
 
 def tool_call(name: str, arguments: dict[str, Any] | str | None = None, *,
@@ -99,6 +107,9 @@ class ChatRequest:
     tools: list[str]
     max_tokens: int | None
     body: dict[str, Any]
+    #: True once the client has closed its connection (gave up waiting): a responder that
+    #: computes for long stops then, as a real server does
+    disconnected: Callable[[], bool] = lambda: False
 
 
 @dataclass
@@ -349,7 +360,8 @@ class ChatServer:
             return self.responder(request)
         return http_error(400, "the scripted server has no reply left")
 
-    def _handle(self, api: str, path: str, body: Any, headers: dict[str, str]
+    def _handle(self, api: str, path: str, body: Any, headers: dict[str, str],
+                disconnected: Callable[[], bool] | None = None
                 ) -> tuple[int, dict[str, str], dict[str, Any]]:
         record = RecordedRequest(api, path, body, headers, time.monotonic())
         with self._lock:
@@ -366,6 +378,8 @@ class ChatServer:
         tools = [t.get("function", t).get("name") for t in body.get("tools") or []]
         max_tokens = body.get("max_tokens", body.get("max_completion_tokens"))
         request = ChatRequest(api, body.get("model", ""), normalized, tools, max_tokens, body)
+        if disconnected is not None:
+            request.disconnected = disconnected
         try:
             reply = self._next_reply(request)
         except Exception as exc:  # noqa: BLE001 - a responder bug is a 500, as on a real server
@@ -415,10 +429,13 @@ def _openai_body(number: int, model: str, reply: ScriptedReply, calls: list[tupl
     if reply.reasoning:
         message["reasoning_content"] = reply.reasoning
     return {"id": f"chatcmpl-{number}", "object": "chat.completion", "created": int(time.time()),
-            "model": model, "choices": [{"index": 0, "message": message,
-                                         "finish_reason": "tool_calls" if calls else "stop"}],
+            "model": model, "choices": [{"index": 0, "message": message, "finish_reason":
+                                         reply.finish_reason or ("tool_calls" if calls
+                                                                 else "stop")}],
             "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1],
-                      "total_tokens": usage[0] + usage[1]}}
+                      "total_tokens": usage[0] + usage[1],
+                      **({"prompt_tokens_details": {"cached_tokens": reply.cached_tokens}}
+                         if reply.cached_tokens else {})}}
 
 
 def _anthropic_body(number: int, model: str, reply: ScriptedReply, calls: list[tuple[str, str]],
@@ -437,9 +454,12 @@ def _anthropic_body(number: int, model: str, reply: ScriptedReply, calls: list[t
         content.append({"type": "tool_use", "id": f"toolu_{number}_{k}", "name": name,
                         "input": value if isinstance(value, dict) else {"value": value}})
     return {"id": f"msg_{number}", "type": "message", "role": "assistant", "model": model,
-            "content": content, "stop_reason": "tool_use" if calls else "end_turn",
+            "content": content, "stop_reason": ("max_tokens" if reply.finish_reason == "length"
+                                                else "tool_use" if calls else "end_turn"),
             "stop_sequence": None,
-            "usage": {"input_tokens": usage[0], "output_tokens": usage[1]}}
+            "usage": {"input_tokens": usage[0] - reply.cached_tokens, "output_tokens": usage[1],
+                      **({"cache_read_input_tokens": reply.cached_tokens}
+                         if reply.cached_tokens else {})}}
 
 
 class _ChatHandler(BaseHTTPRequestHandler):
@@ -462,6 +482,14 @@ class _ChatHandler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, OSError):
             pass  # the client gave up (time-out) before the reply: as a real server sees it
 
+    def _client_gone(self) -> bool:
+        """True when the client closed the connection (its end reads as end-of-file)."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):
+            return True
+
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
         if self.path.rstrip("/") == MODELS_PATH:
             server = self.chat_server
@@ -483,8 +511,8 @@ class _ChatHandler(BaseHTTPRequestHandler):
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             self._send(400, {}, _error_body(api, 400, f"the body is not JSON: {exc}"))
             return
-        status, headers, payload = self.chat_server._handle(api, path, body,
-                                                            dict(self.headers.items()))
+        status, headers, payload = self.chat_server._handle(
+            api, path, body, dict(self.headers.items()), self._client_gone)
         self._send(status, headers, payload)
 
 

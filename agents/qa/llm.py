@@ -181,25 +181,31 @@ def make_question_llm_policy(backend: str | None = None, model: str | None = Non
                              timeout: float | None = 120.0, max_retries: int = 5,
                              temperature: float | None = None,
                              prices: str | Mapping[str, Any] | None = None,
-                             native_tools: bool = True, name: str = "llm-qa",
+                             native_tools: bool | None = None, name: str = "llm-qa",
                              thinking_budget: int | None = None,
                              max_tokens_parameter: str | None = None,
                              wall_reserve_seconds: float | None = None,
-                             max_iterations: int = MAX_ITERATIONS) -> QuestionLLMPolicy:
+                             max_iterations: int = MAX_ITERATIONS,
+                             model_dir: str | None = None,
+                             threads: int | None = None) -> QuestionLLMPolicy:
     """Build the question-mode policy from plain options (the ``llm-qa`` entry point); the
-    backend options are those of :func:`agents.llm.policy.make_llm_policy`."""
+    backend options are those of :func:`agents.llm.policy.make_llm_policy` (``backend=local``:
+    a real small model on this machine's CPU, run in this process)."""
     if backend == "heuristic":
         raise HeuresisError("the heuristic stand-in model plays graph episodes only; give "
-                            "llm-qa a real chat service (backend openai or anthropic)")
+                            "llm-qa a real model: a chat service (backend openai or "
+                            "anthropic) or a local one (backend=local, model=smollm2-135m)")
     base = make_llm_policy(backend=backend, model=model, base_url=base_url, api_key=api_key,
                            timeout=timeout, max_retries=max_retries, temperature=temperature,
                            prices=prices, native_tools=native_tools, name=name,
                            thinking_budget=thinking_budget,
                            max_tokens_parameter=max_tokens_parameter,
-                           wall_reserve_seconds=wall_reserve_seconds)
+                           wall_reserve_seconds=wall_reserve_seconds, model_dir=model_dir,
+                           threads=threads)
     return QuestionLLMPolicy(base.backend, max_iterations=max_iterations, name=name,
-                             prices=base.prices, native_tools=native_tools,
-                             wall_reserve_seconds=wall_reserve_seconds)
+                             prices=base.prices, native_tools=base.native_tools,
+                             wall_reserve_seconds=wall_reserve_seconds,
+                             resources=base.release_resources())
 
 
 __all__ = ["MAX_ITERATIONS", "PriceTable", "QuestionLLMPolicy", "make_question_llm_policy",

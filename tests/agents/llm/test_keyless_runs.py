@@ -61,6 +61,7 @@ def test_the_no_key_hint_is_a_command_that_runs(tmp_path, isolation):
     assert "no language-model service is configured" in message
     hinted = re.findall(r"--policy-option [a-z_]+=[A-Za-z0-9.-]+", message)
     assert "--policy-option backend=heuristic" in hinted
+    assert "--policy-option model=smollm2-135m" in hinted
     assert "backend='heuristic'" not in message  # Python's syntax, not the command line's
     out = tmp_path / "heuristic"
     result = evaluate(tmp_path, "--policy", "llm", *shlex.split(hinted[hinted.index(

@@ -32,7 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"{','.join(REFERENCE_NAMES)}; '' for none)")
     parser.add_argument("--family", default="all",
                         help="comma-separated families (default all six)")
-    parser.add_argument("--count", type=int, default=6, help="test instances per family")
+    parser.add_argument("--split", choices=["dev", "test"], default="test",
+                        help="instances of this split (default test; design on dev)")
+    parser.add_argument("--count", type=int, default=6, help="instances per family")
     parser.add_argument("--d", type=int, default=10, help="variables per instance")
     parser.add_argument("--n", type=int, default=200, help="rows per instance")
     parser.add_argument("--max-steps", type=int, default=6, help="step budget (default 6)")
@@ -53,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
                             wrappers=_names(args.wrappers),
                             references=_names(args.references),
                             families="all" if args.family == "all" else _names(args.family),
-                            count=args.count, d=args.d,
+                            count=args.count, d=args.d, split=args.split,
                             n=args.n, settings=settings, workers=args.workers,
                             progress=sys.stderr.isatty())
     report = result["report"]

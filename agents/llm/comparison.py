@@ -34,9 +34,9 @@ import numpy as np
 from agents.llm.local_models import LOCAL_MODELS, prepare_model
 from heuresis_env.console import text_table
 from heuresis_env.errors import UnknownNameError
-from heuresis_env.evaluation import evaluate_many
-from heuresis_env.evaluation.run_format import EpisodeRecord, load_run
+from heuresis_env.evaluation import evaluate_many, load_run
 from heuresis_env.policy import EpisodeSettings
+from heuresis_env.reports import build_report
 
 __all__ = ["COMPARISON_SETTINGS", "REFERENCES", "WRAPPERS", "Arm", "comparison_arms",
            "run_comparison", "wrapper_table"]
@@ -109,8 +109,6 @@ def run_comparison(out: Path, *, models: Sequence[str], wrappers: Sequence[str],
              "policy_options": arm.options, "d": d, "n": n} for arm in arms]
     evaluate_many(runs, workers=workers, progress=progress)
     ran = time.perf_counter() - started - prepared
-    from heuresis_env.reports.build import build_report
-
     report = build_report([run["out_dir"] for run in runs], out / "report", progress=False)
     rows = wrapper_table([a for a in arms if a.model], out / "runs",
                          "bca" if "bca" in references else None)
@@ -125,7 +123,7 @@ def run_comparison(out: Path, *, models: Sequence[str], wrappers: Sequence[str],
 
 # ---- the wrapper table ---------------------------------------------------------------------------
 
-def _events(run_dir: Path, episode: EpisodeRecord) -> list[dict[str, Any]]:
+def _events(run_dir: Path, episode: Any) -> list[dict[str, Any]]:
     if not episode.transcript:
         return []
     try:
@@ -135,7 +133,7 @@ def _events(run_dir: Path, episode: EpisodeRecord) -> list[dict[str, Any]]:
     return events if isinstance(events, list) else []
 
 
-def _episode_figures(run_dir: Path, episode: EpisodeRecord) -> dict[str, float]:
+def _episode_figures(run_dir: Path, episode: Any) -> dict[str, float]:
     events = _events(run_dir, episode)
     actions = [e for e in events if e.get("event") == "action" and e.get("source") != "final_turn"]
     calls = [e for e in events if e.get("event") == "model_call"]

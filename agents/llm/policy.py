@@ -43,6 +43,7 @@ from agents.llm.backends import (
     OpenAIChatBackend,
 )
 from agents.llm.connection import ENV_MODEL, resolve_connection
+from agents.llm.local_server import local_chat_server
 from agents.llm.messages import ChatReply
 from agents.llm.parsing import (
     EdgeListError,
@@ -553,8 +554,6 @@ def make_local_llm_policy(model: str, *, model_dir: str | None = None,
     model is loaded here (``agents.llm.local_models``) and served on a loopback port by the
     same chat server as the stand-in, so the policy goes through the ``openai`` SDK and HTTP
     as with any service, with token counts from the model's own tokenizer."""
-    from agents.llm.local_server import local_chat_server
-
     server = local_chat_server(model, model_dir=model_dir, threads=threads)
     try:
         chat = OpenAIChatBackend(server.model, base_url=server.url, api_key="local",

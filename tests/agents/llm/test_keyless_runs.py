@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from agents.llm.server import ChatServer, http_error
-from heuresis_env.isolation import policy_endpoints
 from heuresis_env.evaluation.policy_process import confinement_available
 from heuresis_env.evaluation.run_format import load_run
+from heuresis_env.isolation import policy_endpoints
 
 ROOT = Path(__file__).resolve().parents[3]
 KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "HEURESIS_LLM_BASE_URL",

@@ -199,18 +199,22 @@ def _file_mode() -> int:
     return 0o666 & ~umask
 
 
-def atomic_write_bytes(path: str | os.PathLike, payload: bytes, *, durable: bool = False) -> None:
+def atomic_write_bytes(path: str | os.PathLike, payload: bytes, *, durable: bool = False,
+                       mode: int | None = None) -> None:
     """Write ``payload`` to ``path`` through a temporary file and a rename.
 
     ``durable`` also syncs the file to disk before the rename (for records a crash must not
-    lose, such as a run's configuration). The file gets the mode ``open`` would give it
-    (the user's umask), not the private mode of a temporary file.
+    lose, such as a run's configuration). The file gets ``mode``, or else the mode ``open``
+    would give it (the user's umask), not the private mode of a temporary file; a missing
+    folder is made with ``mode``'s owner bits as its own when ``mode`` is given.
     """
     path = Path(path)
     try:  # the folder is there but the first time: no mkdir call per file
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except FileNotFoundError:
         path.parent.mkdir(parents=True, exist_ok=True)
+        if mode is not None:  # a private file gets a private folder, whatever the umask
+            os.chmod(path.parent, 0o700)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -218,7 +222,7 @@ def atomic_write_bytes(path: str | os.PathLike, payload: bytes, *, durable: bool
             if durable:
                 handle.flush()
                 os.fsync(handle.fileno())
-        os.chmod(tmp, _file_mode())
+        os.chmod(tmp, _file_mode() if mode is None else mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

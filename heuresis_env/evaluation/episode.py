@@ -36,6 +36,7 @@ from heuresis_env.evaluation.policy_process import (
     PolicyProxy,
     RemotePolicyError,
 )
+from heuresis_env.evaluation.run_format import run_folders_near
 from heuresis_env.evaluation.run_store import transcript_json
 from heuresis_env.generation.datasets import register_from_details
 from heuresis_env.generation.instances import InstanceKey, cached_instance, get_source
@@ -201,6 +202,15 @@ def _settings_changes(expected: EpisodeSettings, actual: Any) -> list[str]:
             if getattr(actual, name, None) != value]
 
 
+def _other_runs(isolation: str) -> list[str]:
+    """Run directories near the working folder and the checkout, hidden from a confined
+    policy (an earlier run's results hold the true graphs' scores, an oracle's the graphs)."""
+    if isolation != "namespaces":
+        return []
+    checkout = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return run_folders_near(os.getcwd(), checkout)
+
+
 class EpisodeRunner:
     """Runs episodes for one policy: in-process, in a worker process or a Ray actor. The
     environment and its referee live here; the policy runs in its own process (a
@@ -222,7 +232,8 @@ class EpisodeRunner:
             else:
                 self.policy = PolicyProxy(
                     spec.policy, spec.policy_options, isolation=spec.policy_isolation,
-                    hidden_paths=[str(cache_root()), *spec.hidden_paths, self._work_dir],
+                    hidden_paths=[str(cache_root()), *spec.hidden_paths, self._work_dir,
+                                  *_other_runs(spec.policy_isolation)],
                     salt=spec.salt, network=spec.policy_network)
             if self.policy.interface not in ("text", "rl"):
                 raise HeuresisError(f"policy {spec.policy!r} has interface "

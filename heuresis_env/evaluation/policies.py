@@ -63,6 +63,20 @@ def check_policy_name(spec: str) -> None:
                                                 **registered_references()})
 
 
+def _unreadable_path_entries() -> list[str]:
+    """Folders on ``sys.path`` (the working folder for "") this process cannot list."""
+    found = []
+    for entry in sys.path:
+        folder = os.path.abspath(entry or ".")
+        try:
+            os.listdir(folder)
+        except PermissionError:
+            found.append(folder)
+        except OSError:  # not there, or not a folder (a zip): nothing to say
+            continue
+    return found
+
+
 def _import_attribute(target: str, spec: str) -> Any:
     module_name, _, attribute = target.partition(":")
     if not module_name or not attribute:
@@ -72,6 +86,15 @@ def _import_attribute(target: str, spec: str) -> Any:
         value: Any = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name and module_name.startswith(exc.name):
+            unreadable = _unreadable_path_entries()
+            if unreadable:  # issue 46, route 12: say why, rather than ask for PYTHONPATH
+                raise HeuresisError(
+                    f"policy {spec!r}: no module named {exc.name!r} here, and this process "
+                    f"(uid {os.getuid()}, the policy's own: it runs apart from the runner) "
+                    f"cannot read {', '.join(unreadable[:3])} on its path — a folder only "
+                    "its owner can read (mode 0700, as mktemp -d makes it). Make it readable "
+                    "by others (chmod o+rx on it and its parents) or put the policy in an "
+                    "installed package") from None
             raise HeuresisError(f"policy {spec!r}: no module named {exc.name!r} (is it on "
                                 "PYTHONPATH, or its package installed?)") from None
         raise

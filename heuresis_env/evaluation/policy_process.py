@@ -621,16 +621,6 @@ class PolicyProxy(Policy):
 
 # ---- the policy's side ------------------------------------------------------------------------
 
-def _drop_root_capabilities() -> None:
-    """An unconfined policy process started by root keeps no capability (it could otherwise
-    read the runner's memory, non-dumpable or not)."""
-    if os.geteuid() == 0 and sys.platform.startswith("linux"):
-        try:
-            linux.drop_capabilities()
-        except linux.SetupError:
-            pass
-
-
 class _Server:
     """The policy's side: builds the policy and answers requests until ``close`` or EOF."""
 
@@ -727,7 +717,8 @@ def child_main(fd_in: int, fd_out: int, confine: Mapping[str, Any] | None) -> No
             os._exit(70)
     elif sys.platform.startswith("linux"):
         linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
-        _drop_root_capabilities()
+        # started by root, the policy's capabilities go in the supervisor's fork (which keeps
+        # CAP_KILL, as another uid); otherwise there is nothing to drop
         # a supervisor (a child subreaper) holds the policy's whole process tree and kills it
         # when the runner ends the policy (SIGTERM), however the policy forked or detached
         confinement.supervise(lambda: serve(fd_in, fd_out))

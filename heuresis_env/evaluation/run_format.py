@@ -409,6 +409,45 @@ def read_results(run_path: Path, task: str = "graph",
     return list(by_id.values()), warnings
 
 
+#: folders a search for run directories never enters (environments, caches, version control)
+_NOT_RUNS = frozenset({"node_modules", "__pycache__", "site-packages", "dist-packages",
+                       "venv", "env", "build", "dist"})
+#: how deep below a root, and through how many folders at most, that search goes
+RUN_SEARCH_DEPTH, RUN_SEARCH_FOLDERS = 5, 20_000
+
+
+def run_folders_near(*roots: str | os.PathLike) -> list[str]:
+    """The run directories (a ``config.json`` beside a ``results.jsonl`` or ``traces/``) under
+    ``roots`` — the working folder and the checkout, where ``runs/`` lives — at most
+    :data:`RUN_SEARCH_DEPTH` folders down, skipping hidden folders and environments: what a
+    confined policy must not see (issue 46, route 1; runs written before run folders were
+    private are world-readable)."""
+    found: list[str] = []
+    budget = RUN_SEARCH_FOLDERS
+    frontier = [(Path(root), 0) for root in dict.fromkeys(os.path.realpath(r) for r in roots)]
+    seen: set[str] = set()
+    while frontier and budget > 0:
+        folder, depth = frontier.pop()
+        real = os.path.realpath(folder)
+        if real in seen:
+            continue
+        seen.add(real)
+        budget -= 1
+        try:
+            entries = list(os.scandir(real))
+        except OSError:
+            continue
+        names = {entry.name for entry in entries}
+        if CONFIG_NAME in names and (RESULTS_NAME in names or TRACES_DIR in names):
+            found.append(real)
+            continue
+        if depth < RUN_SEARCH_DEPTH:
+            frontier += [(Path(entry.path), depth + 1) for entry in entries
+                         if entry.is_dir(follow_symlinks=False)
+                         and not entry.name.startswith(".") and entry.name not in _NOT_RUNS]
+    return sorted(found)
+
+
 def find_run_directories(paths: Sequence[str | os.PathLike]) -> list[Path]:
     """The run directories named by ``paths``: a run directory itself, or a folder holding
     runs — its sub-folders with a ``config.json``, or those of its ``runs/`` (what ``heuresis

@@ -182,6 +182,19 @@ def transcript_json(transcript: Any) -> str:
 RUN_ENTRIES = frozenset({CONFIG_NAME, RESULTS_NAME, TRACES_DIR, TRANSCRIPTS_DIR, LOCK_NAME})
 
 
+#: a run's files and folders are its owner's only, whatever the umask: a policy run by another
+#: uid (confined by root) cannot read an earlier run's results (issue 46, route 1)
+PRIVATE_FILE, PRIVATE_FOLDER = 0o600, 0o700
+
+
+def make_private(directory: Path) -> None:
+    """``directory`` readable by its owner only (a run directory)."""
+    try:
+        os.chmod(directory, PRIVATE_FOLDER)
+    except OSError:  # not ours to change (a run directory someone else made): left as it is
+        pass
+
+
 class RunStore:
     """Reads and writes one run directory (see the module docstring for the layout)."""
 
@@ -212,7 +225,8 @@ class RunStore:
 
         created = not self.directory.exists()
         output_directory(self.directory, "run directory")
-        lock = FileLock(str(self.directory / LOCK_NAME))
+        make_private(self.directory)
+        lock = FileLock(str(self.directory / LOCK_NAME), mode=PRIVATE_FILE)
         try:
             lock.acquire(timeout=0)
         except Timeout:
@@ -259,7 +273,8 @@ class RunStore:
         if self.salt:
             config = seal_config(json.loads(json.dumps(dict(config))), self.salt)
         payload = json.dumps(dict(config), indent=2, sort_keys=False) + "\n"
-        atomic_write_bytes(self.config_path, payload.encode("utf-8"), durable=True)
+        atomic_write_bytes(self.config_path, payload.encode("utf-8"), durable=True,
+                           mode=PRIVATE_FILE)
 
     def prepare(self, config: Mapping[str, Any], force: bool = False) -> list[str]:
         """Check that a run with ``config`` may start or resume here; write nothing yet.
@@ -378,8 +393,9 @@ class RunStore:
             self._last_seal = str(stamped[SEAL_FIELD])
         payload = json_line(stamped)
         self.directory.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.results_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        fd = os.open(self.results_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PRIVATE_FILE)
         try:
+            os.fchmod(fd, PRIVATE_FILE)  # whatever the umask, and for a file written before
             written = os.write(fd, payload)
             if written != len(payload):  # a full disk; the torn line is cut at the next start
                 raise OSError(f"short write to {self.results_path}: {written} of "
@@ -434,12 +450,14 @@ class RunStore:
     def write_trace(self, episode: str, text: str) -> str:
         """Store an episode's trace; returns its path relative to the run directory."""
         relative = f"{TRACES_DIR}/{episode_file_stem(episode)}.jsonl"
-        atomic_write_bytes(self.directory / relative, text.encode("utf-8"), durable=True)
+        atomic_write_bytes(self.directory / relative, text.encode("utf-8"), durable=True,
+                           mode=PRIVATE_FILE)
         return relative
 
     def write_transcript(self, episode: str, text: str) -> str:
         """Store a policy's transcript, the text :func:`transcript_json` made of it; returns
         its path relative to the run directory."""
         relative = f"{TRANSCRIPTS_DIR}/{episode_file_stem(episode)}.json"
-        atomic_write_bytes(self.directory / relative, text.encode("utf-8"), durable=True)
+        atomic_write_bytes(self.directory / relative, text.encode("utf-8"), durable=True,
+                           mode=PRIVATE_FILE)
         return relative

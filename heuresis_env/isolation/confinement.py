@@ -60,6 +60,13 @@ _OPEN_TREE_CLONE, _AT_RECURSIVE, _O_CLOEXEC = 1, 0x8000, 0o2000000
 _MOVE_MOUNT_F_EMPTY_PATH, _AT_FDCWD, _AT_EMPTY_PATH = 0x4, -100, 0x1000
 _MOUNT_ATTR_RDONLY = 0x1
 _PR_SET_CHILD_SUBREAPER = 36
+_PR_SET_KEEPCAPS = 8
+#: the one capability a supervisor started by root keeps: killing its policy's tree
+CAP_KILL = 5
+#: the uid a supervisor started by root runs as: no policy's (they keep root's uid at the
+#: process level, or run as ``policy_uid`` in their own PID namespace), so no policy may
+#: signal it
+SUPERVISOR_UID = POLICY_UID_BASE - 1
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 
 
@@ -264,10 +271,27 @@ def _build_mounts(config: Mapping[str, Any], privilege: str) -> None:
 
 # ---- the process-tree supervisor --------------------------------------------------------------
 
+def _become_supervisor_uid() -> None:
+    """Started by root, the supervisor runs as :data:`SUPERVISOR_UID` keeping ``CAP_KILL``
+    only: its policy (root's uid, no capability) cannot signal it — another uid — so cannot
+    kill it first to orphan its tree, and it can still kill that tree."""
+    linux.drop_bounding_set()
+    os.setgroups([])
+    os.setresgid(SUPERVISOR_UID, SUPERVISOR_UID, SUPERVISOR_UID)
+    linux.check(linux.prctl(_PR_SET_KEEPCAPS, 1), "prctl(PR_SET_KEEPCAPS)")
+    os.setresuid(SUPERVISOR_UID, SUPERVISOR_UID, SUPERVISOR_UID)
+    linux.keep_only_capabilities(1 << CAP_KILL)
+    linux.prctl(linux.PR_SET_DUMPABLE, 0)
+
+
 def supervise(run_policy: Any) -> None:
     """Become a child subreaper, run ``run_policy()`` in a forked child, and on ``SIGTERM``,
     on the child's exit or on the runner's death kill the whole tree below; exit with the
     child's status.
+
+    Started by root, the policy keeps root's uid without any capability and the supervisor
+    becomes :data:`SUPERVISOR_UID` with ``CAP_KILL`` only, so the policy cannot kill its
+    supervisor before leaving a daemon (issue 46, route 4).
 
     The runner's death (or its launcher's) reaches the supervisor as ``SIGTERM`` — its
     parent-death signal, which it handles by killing the tree first — not as ``SIGKILL``,
@@ -276,12 +300,20 @@ def supervise(run_policy: Any) -> None:
     linux.check(linux.prctl(_PR_SET_CHILD_SUBREAPER, 1),
                         "prctl(PR_SET_CHILD_SUBREAPER)")
     linux.prctl(linux.PR_SET_DUMPABLE, 0)  # the policy cannot trace it
+    as_root = os.geteuid() == 0 and sys.platform.startswith("linux")
     child = os.fork()
     if child == 0:
+        if as_root:  # the policy keeps root's uid (it reads root's Python) and nothing else
+            try:
+                linux.drop_capabilities()
+            except linux.SetupError:
+                pass
         linux.prctl(linux.PR_SET_DUMPABLE, 1)
         linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
         run_policy()
         os._exit(0)
+    if as_root:
+        _become_supervisor_uid()
     ended: dict[str, int | None] = {"status": None}
 
     def stop(signum: int, frame: Any) -> None:  # noqa: ARG001 - signal handler

@@ -170,6 +170,24 @@ def drop_bounding_set() -> None:
     prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
 
 
+def keep_only_capabilities(mask: int) -> None:
+    """Make ``mask`` (a bitmask of capability numbers) this process's effective and permitted
+    capabilities, dropping every other; ``mask`` must be permitted already. Needs no
+    capability of its own (after a uid switch under ``PR_SET_KEEPCAPS``)."""
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                    ("inheritable", ctypes.c_uint32)]
+
+    header, data = Header(LINUX_CAPABILITY_VERSION_3, 0), (Data * 2)()
+    data[0].effective = data[0].permitted = mask & 0xFFFFFFFF
+    data[1].effective = data[1].permitted = mask >> 32
+    check(libc().capset(ctypes.byref(header), data), "capset (keeping some capabilities)")
+
+
 def drop_capabilities() -> None:
     """Inside a user namespace we are 'root' with every capability there: shed them all."""
     check(prctl(PR_SET_SECUREBITS, LOCKED_SECUREBITS), "prctl(PR_SET_SECUREBITS)")

@@ -312,3 +312,88 @@ class NetworkProber(Policy):
                        for port in (declared, undeclared)},
             "interfaces": sorted(name for _, name in socket.if_nameindex()),
         }
+
+
+class RunReader(Policy):
+    """Issue 46, route 1: looks for other runs' results under the working folder, the
+    checkout and ``$READER_ROOTS`` (JSON list) and reads what it can; reports the files it
+    read (an oracle run's results would give it the true graphs)."""
+
+    name = "run-reader"
+
+    def __init__(self) -> None:
+        self.read: list[str] = []
+
+    def reset(self, observation: Any, info: dict[str, Any]) -> None:
+        import json
+        import os
+
+        roots = [os.getcwd(), *json.loads(os.environ.get("READER_ROOTS", "[]"))]
+        for root in roots:
+            for folder, subfolders, files in os.walk(root):
+                subfolders[:] = [s for s in subfolders if not s.startswith(".")
+                                 and s not in ("site-packages", "node_modules")]
+                if folder.count(os.sep) - root.count(os.sep) > 5:
+                    subfolders[:] = []
+                for name in files:
+                    if name in ("results.jsonl", "config.json"):
+                        path = os.path.join(folder, name)
+                        try:
+                            with open(path) as f:
+                                if f.read(64):
+                                    self.read.append(path)
+                        except OSError:
+                            pass
+
+    def act(self, observation: Any, info: dict[str, Any]) -> Any:
+        return {"tool": "submit", "args": {}}
+
+    def transcript(self) -> Any:
+        return [{"read": sorted(set(self.read))}]
+
+
+class SupervisorKiller(Policy):
+    """Issue 46, route 4: under ``--policy-isolation process``, leaves a daemon (double fork,
+    new session) that writes its pid and uid to ``$KILLER_REPORT`` (and whether it could
+    write into ``$KILLER_TARGET``), then kills its own supervisor (its parent) so that nothing
+    kills the daemon with it; reports how that went in ``$KILLER_REPORT.supervisor``."""
+
+    name = "supervisor-killer"
+
+    def reset(self, observation: Any, info: dict[str, Any]) -> None:
+        import os
+        import signal
+        import time
+
+        report, target = os.environ["KILLER_REPORT"], os.environ["KILLER_TARGET"]
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                os.closerange(0, 65536)  # a daemon keeps no pipe of the runner
+                wrote = False
+                try:
+                    with open(os.path.join(target, f"planted-{os.getpid()}"), "w") as f:
+                        f.write("x")
+                    wrote = True
+                except OSError:
+                    pass
+                with open(report + ".part", "w") as f:
+                    f.write(f"{os.getpid()} {os.getuid()} {int(wrote)}")
+                os.replace(report + ".part", report)
+                while True:
+                    time.sleep(60)
+            os._exit(0)
+        deadline = time.monotonic() + 30
+        while not os.path.exists(report) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        try:
+            os.kill(os.getppid(), signal.SIGKILL)  # the supervisor first
+            outcome = "killed"
+        except OSError as exc:
+            outcome = type(exc).__name__
+        with open(report + ".supervisor", "w") as f:
+            f.write(outcome)
+        time.sleep(5)
+
+    def act(self, observation: Any, info: dict[str, Any]) -> Any:
+        return {"tool": "submit", "args": {}}

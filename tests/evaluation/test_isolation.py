@@ -43,7 +43,7 @@ SEEKER = "tests.evaluation.eval_policies:TruthSeeker"
 
 
 def run_seeker(tmp_path: Path, isolation: str) -> tuple[Path, str, list[dict]]:
-    secret = f"salt-{uuid.uuid4().hex}"
+    secret = uuid.uuid4().hex + uuid.uuid4().hex  # a random token, as `heuresis salt` prints
     out, cache = tmp_path / "runs" / "seeker", tmp_path / "cache"
     (cache / "evidence").mkdir(parents=True)
     (cache / "evidence" / "an-entry.pkl").write_bytes(b"the runner's cache")
@@ -120,7 +120,7 @@ def test_a_confined_policy_in_a_job_of_several_runs_sees_no_other_run(tmp_path, 
     """`heuresis demo`'s way: several runs on one pool of workers. The cheater plays after
     another run on the same workers, and looks at that run's directory too (its results hold
     the other policy's scores on the same instances)."""
-    secret = f"salt-{uuid.uuid4().hex}"
+    secret = uuid.uuid4().hex + uuid.uuid4().hex  # a random token, as `heuresis salt` prints
     cache, other, out = tmp_path / "cache", tmp_path / "runs" / "other", tmp_path / "runs" / "seeker"
     (cache / "evidence").mkdir(parents=True)
     monkeypatch.setenv(TEST_SALT_ENV, secret)
@@ -179,7 +179,7 @@ def test_the_oracle_runs_on_the_referees_side_as_a_marked_reference(tmp_path, mo
     policy), gets each instance on the referee's side — the sealed split included, with no
     salt handed to it — and its run and every result line are marked as a reference."""
     assert "oracle" in registered_references() and "oracle" not in registered_policies()
-    monkeypatch.setenv(TEST_SALT_ENV, f"salt-{uuid.uuid4().hex}")
+    monkeypatch.setenv(TEST_SALT_ENV, uuid.uuid4().hex + uuid.uuid4().hex)
     out = tmp_path / "oracle"
     evaluate("oracle", families=["lg"], split="test", count=2, d=5, n=200, out_dir=out,
              settings=EpisodeSettings(max_steps=5, max_seconds=120.0), progress=False)

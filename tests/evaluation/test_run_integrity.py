@@ -126,7 +126,7 @@ def file_modes(root: Path) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o027])
-def test_run_and_report_files_follow_the_umask(tmp_path, umask):
+def test_report_files_follow_the_umask_and_run_files_are_private(tmp_path, umask):
     previous = os.umask(umask)
     try:
         out = tmp_path / "run"
@@ -141,7 +141,9 @@ def test_run_and_report_files_follow_the_umask(tmp_path, umask):
     assert {"config.json", "results.jsonl"} <= set(run_modes)
     assert any(name.startswith("figures/") for name in report_modes)
     assert {"report.md", "report.html", "tables.json"} <= set(report_modes)
-    wrong = {name: oct(mode) for name, mode in {**run_modes, **report_modes}.items()
-             if mode != expected}
+    wrong = {name: oct(mode) for name, mode in report_modes.items() if mode != expected}
     assert not wrong, f"expected {oct(expected)}: {wrong}"
+    # a run directory is its owner's only, whatever the umask (issue 46, route 1)
+    wrong = {name: oct(mode) for name, mode in run_modes.items() if mode != 0o600}
+    assert not wrong and stat.S_IMODE(out.stat().st_mode) == 0o700, wrong
     assert RunStore(out).read_results()

@@ -80,7 +80,10 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--family", default="wild")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--arms", default=",".join(name for name, *_ in ARMS),
+                        help="the arms to run now (default: all); the comparisons need all")
     args = parser.parse_args()
+    chosen = [a.strip() for a in args.arms.split(",") if a.strip()]
     salt = new_salt() if args.fresh_salt else os.environ.get(TEST_SALT_ENV)
     if not salt:
         parser.error(f"set ${TEST_SALT_ENV} (heuresis salt) or pass --fresh-salt")
@@ -89,6 +92,8 @@ def main() -> int:
     print(f"load average before: {_load()}; salt digest {str(digest)[-16:]}", flush=True)
     runs = {}
     for name, policy, options, rows in ARMS:
+        if name not in chosen:
+            continue
         out = args.out / name
         settings = EpisodeSettings(experiments=rows)
         evaluate(policy, families=[args.family], split="test", count=args.count,
@@ -96,6 +101,9 @@ def main() -> int:
                  workers=args.workers, progress=False)
         runs[name] = out
         print(f"  {name}: done ({time.perf_counter() - started:.0f} s)", flush=True)
+    if len(runs) < len(ARMS):
+        print(f"ran {sorted(runs)}; the comparisons need every arm")
+        return 0
     shd = {name: _scores(path, "shd") for name, path in runs.items()}
     f1 = {name: _scores(path, "f1") for name, path in runs.items()}
     results = {

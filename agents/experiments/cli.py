@@ -24,6 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=int, default=60_000,
                         help="PPO steps on the simulator (default 60000)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-permute", action="store_true",
+                        help="train on the variables in their own order (default: a random "
+                             "order each episode)")
     parser.add_argument("--out", required=True,
                         help="model directory (model.npz, model.json, policy.json, report.json)")
     parser.add_argument("--work", required=True,
@@ -35,7 +38,8 @@ def run(args: argparse.Namespace) -> int:
 
     config = TrainingConfig(families=tuple(f.strip() for f in args.family.split(",")
                                            if f.strip()),
-                            count=args.count, steps=args.steps, seed=args.seed)
+                            count=args.count, steps=args.steps, seed=args.seed,
+                            permute=not args.no_permute)
     report = train(config, args.out, args.work, dev_count=args.held_out)
     print(json.dumps({k: v for k, v in report.items() if k != "config"}, indent=2))
     return 0

@@ -73,6 +73,8 @@ class TrainingConfig:
     seed: int = 0
     experiment_cost: float = 0.01
     net_arch: tuple[int, ...] = (64, 64)
+    #: show each training episode's variables in a random order (see ExperimentSimulator)
+    permute: bool = True
 
 
 # ---- what the tools answered on the training instances ---------------------------------------
@@ -149,10 +151,14 @@ def observation_space(d: int) -> spaces.Dict:
 
 class ExperimentSimulator(gym.Env):
     """Episodes over recorded instances: intervene on a variable (actions 0..d−1) or stop
-    (action d); ``action_masks()`` for MaskablePPO."""
+    (action d); ``action_masks()`` for MaskablePPO.
+
+    With ``permute`` each episode shows the variables in a fresh random order (action k is the
+    k-th variable shown): column order carries no information in Heuresis, and a network that
+    sees each instance under many orders learns a rule of the features, not of positions."""
 
     def __init__(self, records: Sequence[dict[str, Any]], experiments: int,
-                 experiment_cost: float = 0.01):
+                 experiment_cost: float = 0.01, permute: bool = False):
         if not records:
             raise HeuresisError("the simulator needs at least one recorded instance")
         self.records = list(records)
@@ -161,6 +167,8 @@ class ExperimentSimulator(gym.Env):
             raise HeuresisError("every recorded instance must have the same d")
         self.experiments = int(experiments)
         self.experiment_cost = float(experiment_cost)
+        self.permute = bool(permute)
+        self._order = np.arange(self.d)
         self.observation_space = observation_space(self.d)
         self.action_space = spaces.Discrete(self.d + 1)
         self._graphs = [(Graph.from_dict(r["start"]), np.asarray(r["responded"], dtype=bool),
@@ -171,11 +179,18 @@ class ExperimentSimulator(gym.Env):
         index = (int(options["index"]) if options and "index" in options
                  else int(self.np_random.integers(len(self._graphs))))
         start, self._responded, self._dag = self._graphs[index]
+        self._order = self.np_random.permutation(self.d) if self.permute else np.arange(self.d)
         self._orientation = Orientation(start)
         self._left = self.experiments
         self._shd = shd(start, self._dag)
         self.start_shd = self._shd
-        return observation_of(self._orientation, self._left, self.experiments), {}
+        return self._observe(), {}
+
+    def _observe(self) -> dict[str, np.ndarray]:
+        """The observation with the variables in this episode's order."""
+        observation = observation_of(self._orientation, self._left, self.experiments)
+        nodes = observation["nodes"].reshape(self.d, -1)[self._order]
+        return {**observation, "nodes": nodes.reshape(-1)}
 
     def action_masks(self) -> np.ndarray:
         mask = np.ones(self.d + 1, dtype=bool)
@@ -185,8 +200,8 @@ class ExperimentSimulator(gym.Env):
     def step(self, action: int):
         action = int(action)
         if action == self.d or self._left <= 0:
-            return (observation_of(self._orientation, self._left, self.experiments), 0.0, True,
-                    False, {"shd": self._shd})
+            return self._observe(), 0.0, True, False, {"shd": self._shd}
+        action = int(self._order[action])  # the variable shown at that position
         row = self._responded[action]
         self._orientation.record(action, {j: bool(row[j]) for j in range(self.d)
                                           if j != action})
@@ -195,8 +210,7 @@ class ExperimentSimulator(gym.Env):
         reward = (self._shd - new) / 10.0 - self.experiment_cost
         self._shd = new
         done = self._left == 0
-        return (observation_of(self._orientation, self._left, self.experiments), float(reward),
-                done, False, {"shd": self._shd})
+        return self._observe(), float(reward), done, False, {"shd": self._shd}
 
 
 def _simulate(records: Sequence[dict[str, Any]], config: TrainingConfig, choose) -> list[int]:
@@ -230,7 +244,8 @@ def train(config: TrainingConfig, out_dir: str | Path, work_dir: str | Path,
     held_out = TrainingConfig(**{**asdict(config), "first_index": config.first_index
                                  + config.count, "count": dev_count})
     held_out_records = collect(held_out, work_dir, progress)
-    env = ExperimentSimulator(records, config.experiments, config.experiment_cost)
+    env = ExperimentSimulator(records, config.experiments, config.experiment_cost,
+                              permute=config.permute)
     started = time.perf_counter()
     model = MaskablePPO("MultiInputPolicy", env, seed=config.seed, n_steps=512,
                         batch_size=128, learning_rate=3e-4, gamma=1.0, ent_coef=0.01,
@@ -247,7 +262,8 @@ def train(config: TrainingConfig, out_dir: str | Path, work_dir: str | Path,
         return int(rng.integers(env.d))
 
     def unresolved(env, observation, rng):
-        return most_unresolved(env._orientation)
+        target = most_unresolved(env._orientation)
+        return None if target is None else int(np.flatnonzero(env._order == target)[0])
 
     report = {"config": asdict(config), "training_seconds": seconds,
               "held_out": {"first_index": held_out.first_index, "count": dev_count}}

@@ -134,3 +134,32 @@ def test_a_run_with_experiments_and_its_report(tmp_path):
     assert "## Experiments: F1 and SHD against rows spent" in text
     assert (tmp_path / "report" / "figures" / "figure_experiments.png").exists()
     assert summary is not None
+
+
+def test_language_model_and_mcp_clients_get_intervene_from_the_registry():
+    """No special code: the wrapper's schemas and the MCP server's tool list come from the
+    registry, with the experiment budget as part of the configuration."""
+    from agents.llm import make_heuristic_llm_policy
+    from heuresis_env.mcp.server import EpisodeServer
+
+    policy = make_heuristic_llm_policy()
+    try:
+        env = gym.make("Heuresis-lg-int-v0", d=5, n=200, disable_env_checker=True)
+        policy.configure(EpisodeSettings(experiments=500))
+        observation, info = env.reset(seed=0)
+        policy.reset(observation, info)
+        assert "intervene" in policy._tool_names
+        policy.configure(EpisodeSettings())
+        plain = gym.make("Heuresis-lg-v0", d=5, n=200, disable_env_checker=True)
+        observation, info = plain.reset(seed=0)
+        policy.reset(observation, info)
+        assert "intervene" not in policy._tool_names
+    finally:
+        policy.close()
+    server = EpisodeServer(family="lg", d=5, n=200, experiments=200)
+    tools = {t["name"]: t for t in server.tools()}
+    assert tools["intervene"]["annotations"]["read_only_hint"] is False
+    assert tools["intervene"]["annotations"]["idempotent_hint"] is False
+    assert "data" in tools["ci_test"]["input_schema"]["properties"]
+    assert "intervene" not in {t["name"] for t in EpisodeServer(family="lg", d=5,
+                                                                 n=200).tools()}

@@ -80,6 +80,9 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--family", default="wild")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--force", action="store_true",
+                        help="resume runs whose stored config differs (e.g. the code version "
+                             "after a commit); finished episodes are kept")
     parser.add_argument("--arms", default=",".join(name for name, *_ in ARMS),
                         help="the arms to run now (default: all); the comparisons need all")
     args = parser.parse_args()
@@ -98,7 +101,7 @@ def main() -> int:
         settings = EpisodeSettings(experiments=rows)
         evaluate(policy, families=[args.family], split="test", count=args.count,
                  settings=settings, out_dir=out, policy_options=options, salt=salt,
-                 workers=args.workers, progress=False)
+                 workers=args.workers, progress=False, force=args.force)
         runs[name] = out
         print(f"  {name}: done ({time.perf_counter() - started:.0f} s)", flush=True)
     if len(runs) < len(ARMS):

@@ -19,7 +19,7 @@ from heuresis_env.registration import REGISTERED_FAMILIES, env_id, register_envs
 from tests.env.test_env import _walk
 
 register_envs()
-SALT = "3c9e1f7a2b8d4c6e0f1a3b5c7d9e2f4a6b8c0d1e3f5a7b9c2d4e6f8a0b1c3d5e"
+SALT = "df4eccb213758c8b8ed4d606b0c0ba87131bbb830acbb05a02e00dc1d2721d0f"
 
 
 def make(**kwargs) -> gym.Env:

@@ -15,7 +15,7 @@ from heuresis_env.generation.experiments import (
 )
 from heuresis_env.generation.instances import InstanceKey, generate_instance
 
-SALT = "5f0c7d1e9a4b3c2d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d"
+SALT = "c8b25c3901290ada29c188ad91ce710f0ca44e9cd978a8dbddb5405e8b952048"
 
 
 def _weights_and_scales(scm) -> tuple[np.ndarray, np.ndarray]:

@@ -181,6 +181,18 @@ def test_an_episode_with_experiments_replays_exactly(tmp_path, interface):
     assert report.ok and not report.output_mismatches, report.summary()
 
 
+def test_sample_rows_reads_the_regimes_when_asked():
+    env = make()
+    env.reset(seed=0)
+    env.step(intervene("X2", n=40))
+    *_, info = env.step({"tool": "sample_rows", "args": {"count": 1000}})
+    assert len(info["data"]["rows"]) == 200 and "regimes" not in info["data"]  # the default
+    *_, info = env.step({"tool": "sample_rows", "args": {"count": 1000, "data": "pooled"}})
+    assert len(info["data"]["rows"]) == 240 and sorted(set(info["data"]["regimes"])) == [0, 1]
+    *_, info = env.step({"tool": "sample_rows", "args": {"count": 1000, "data": 1}})
+    assert len(info["data"]["rows"]) == 40
+
+
 def test_run_code_sees_every_row_and_the_regimes():
     env = make()
     env.reset(seed=0)

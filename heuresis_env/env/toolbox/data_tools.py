@@ -148,8 +148,21 @@ class SampleRowsArgs(ToolArgs):
     seed: int = Field(0, ge=0, le=2**31 - 1, description="seed of the draw")
 
 
+class RegimeSampleRowsArgs(SampleRowsArgs):
+    """sample_rows' arguments in an episode with an experiment budget."""
+
+    data: RowChoice = Field("observational", description=(
+        "which rows: \"observational\" (the original table, the default), \"pooled\" "
+        "(every regime's rows, each with its regime label), or a regime number k"))
+
+
 def _sample_rows(state: EpisodeState, args: SampleRowsArgs) -> ToolResult:
-    data = state.data
+    data, labels = state.data, None
+    which = getattr(args, "data", "observational")
+    if which == "pooled" and state.regimes is not None:
+        data, labels = state.regimes.pooled()
+    elif which != "observational":
+        data = state.require_regimes().block(int(which)).rows
     n = data.shape[0]
     chosen = np.sort(np.random.default_rng(args.seed).permutation(n)[:args.count])
     rows = data[chosen]
@@ -158,15 +171,19 @@ def _sample_rows(state: EpisodeState, args: SampleRowsArgs) -> ToolResult:
              f"{args.seed}), in table order; the first {shown} shown, all in the data.",
              "  ".join(state.names)]
     lines += ["  ".join(f"{v:.4g}" for v in row) for row in rows[:shown]]
-    return ToolResult(text="\n".join(lines), data={
-        "names": list(state.names), "rows": rows.tolist(), "row_numbers": chosen.tolist()})
+    result = {"names": list(state.names), "rows": rows.tolist(),
+              "row_numbers": chosen.tolist()}
+    if labels is not None:  # each row's regime (0 observational, k the k-th experiment)
+        result["regimes"] = labels[chosen].tolist()
+    return ToolResult(text="\n".join(lines), data=result)
 
 
 register_tool(Tool(
     name="sample_rows",
     description="A random sample of the table's rows (what a model that reads rows reads): "
                 "the values as data, the first rows as text.",
-    args_model=SampleRowsArgs, run=_sample_rows, category="data", minimal=False))
+    args_model=SampleRowsArgs, run=_sample_rows, category="data", minimal=False,
+    experiment_args=RegimeSampleRowsArgs))
 register_tool(Tool(
     name="ci_test",
     description="Test whether x and y are independent given a set of variables: returns the "

@@ -74,6 +74,9 @@ def read_trace(path: str | os.PathLike) -> Trace:
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise TraceFormatError(f"{path}:{number}: not JSON ({exc.msg})") from None
+            except RecursionError:
+                raise TraceFormatError(f"{path}:{number}: its JSON nests too deeply to be "
+                                       "a trace record") from None
             kind = record.get("type") if isinstance(record, dict) else None
             if kind == "header":
                 header = record

@@ -1,10 +1,13 @@
 """Convert pickled models to the safe formats, once, on files you trust.
 
-    python scripts/convert_models.py rl [MODEL_DIR ...]
-        (default: every shipped RL model directory under agents/data that still holds a
-        model.zip)
-    python scripts/convert_models.py learned-repair [MODEL_DIR ...]
-        (default: agents/data/learned_repair)
+    python scripts/convert_models.py rl --trusted-sha256 HASH MODEL_DIR
+    python scripts/convert_models.py learned-repair --trusted-sha256 HASH MODEL_DIR
+
+A pickle runs code when it is read, so the script reads one only when you vouch for that
+very file: ``HASH`` is the SHA-256 of its ``model.zip`` (``model.pkl``), as ``sha256sum``
+prints it, from the place you trust it came from. Anything else — no hash, another file, no
+directory named — is refused before the file is opened (no zip ships any more, so there is no
+default directory to convert).
 
 ``rl``: reads stable-baselines3's ``model.zip`` (it unpickles parts of itself when loaded, so
 run this only on a file you trust, such as one this repository shipped), writes ``model.npz``
@@ -130,22 +133,30 @@ def convert_rl(directory: Path) -> None:
           f"(largest difference {largest:.1e}); zip deleted")
 
 
+def trusted(path: Path, expected: str) -> None:
+    """Refuse ``path`` unless its SHA-256 is ``expected`` (read as bytes, never unpickled)."""
+    if not path.is_file():
+        raise SystemExit(f"refused: {path} is not a file")
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != expected.strip().lower():
+        raise SystemExit(f"refused: {path} has SHA-256 {digest}, not the {expected} you vouched "
+                         "for; a pickle runs code when it is read, so only that very file is "
+                         "converted")
+
+
 def main(argv: list[str]) -> None:
-    if not argv or argv[0] not in ("rl", "learned-repair"):
+    if len(argv) != 4 or argv[0] not in ("rl", "learned-repair") \
+            or argv[1] != "--trusted-sha256":
         raise SystemExit(__doc__)
-    kind, directories = argv[0], [Path(a) for a in argv[1:]]
+    kind, expected, directory = argv[0], argv[2], Path(argv[3])
     if kind == "learned-repair":
-        for directory in directories or [ROOT / "agents" / "data" / "learned_repair"]:
-            convert_learned_repair(directory)
+        trusted(directory / "model.pkl", expected)
+        convert_learned_repair(directory)
         return
-    if not directories:
-        directories = sorted(p.parent for p in (ROOT / "agents" / "data").rglob("model.zip"))
-        if not directories:
-            raise SystemExit("no model.zip left under agents/data: nothing to convert")
+    trusted(directory / "model.zip", expected)
     # the checks' real observations compute evidence: keep that out of the user's cache
     os.environ.setdefault("HEURESIS_CACHE_DIR", tempfile.mkdtemp(prefix="heuresis-convert-"))
-    for directory in directories:
-        convert_rl(directory)
+    convert_rl(directory)
 
 
 if __name__ == "__main__":

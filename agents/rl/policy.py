@@ -312,7 +312,8 @@ def load(path: str | os.PathLike | None = None, deterministic: bool = True, seed
                             "from its pickled parts when loaded, so heuresis never loads it; a "
                             f"model is {MODEL_FILE} + {DESCRIPTION_FILE} (written by "
                             "`heuresis train`). Convert a zip you trust, once, with `python "
-                            "scripts/convert_models.py rl DIR`")
+                            "scripts/convert_models.py rl --trusted-sha256 HASH DIR` (HASH: "
+                            "the zip's SHA-256, which you vouch for)")
     if path.suffix and path.name not in (MODEL_FILE, DESCRIPTION_FILE):
         raise HeuresisError(f"{path}: give the RL policy a model directory or its "
                             f"{MODEL_FILE}")

@@ -12,7 +12,15 @@ from heuresis_env.budgets import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STEPS
 from heuresis_env.env import TARGETS, TOOLBOXES
 from heuresis_env.errors import HeuresisError
 from heuresis_env.generation.families import available_families
-from heuresis_env.mcp.server import HOST, EpisodeServer, new_token, serve_http, serve_stdio
+from heuresis_env.generation.salts import TEST_SALT_ENV, sealing_salt
+from heuresis_env.mcp.server import (
+    HOST,
+    EpisodeServer,
+    check_token,
+    new_token,
+    serve_http,
+    serve_stdio,
+)
 
 #: an environment variable that fixes the HTTP transport's token (else a new one per start)
 TOKEN_ENV = "HEURESIS_MCP_TOKEN"
@@ -29,6 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--index", type=int, default=None,
                         help="instance index of the first episode (default: drawn from --seed)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the first episode")
+    parser.add_argument("--sealed", action="store_true",
+                        help="insist on a sealed test split: refuse to start without "
+                             "$HEURESIS_TEST_SALT (an MCP client may start the server with a "
+                             "minimal environment)")
     parser.add_argument("--experiments", type=int, default=0, metavar="ROWS",
                         help="experiment budget in rows: offers the intervene tool "
                              "(docs/experiments.md; default 0, none)")
@@ -100,6 +112,12 @@ def run(args: argparse.Namespace) -> int:
     except ImportError:
         raise HeuresisError("the MCP server needs the 'mcp' package: pip install -c "
                             "constraints.txt -e '.[mcp]'") from None
+    if args.sealed and (args.split != "test" or sealing_salt("test") is None):
+        raise HeuresisError("--sealed: " + (
+            "only the test split is sealed; pass --split test" if args.split != "test" else
+            f"${TEST_SALT_ENV} is not set in this server's environment, so the test split "
+            "would be public; set it (an MCP client's configuration passes environment "
+            "variables through its 'env' entry)"))
     trace_dir = args.trace_dir if args.trace_dir is not None else default_trace_dir()
     episodes = EpisodeServer(family=args.family, split=args.split, guided=args.guided,
                              toolbox=args.toolbox, target=args.target, max_steps=args.max_steps,
@@ -108,9 +126,10 @@ def run(args: argparse.Namespace) -> int:
                              experiments=args.experiments)
     where = ("stdio" if args.transport == "stdio"
              else f"http://{HOST}:{args.port}/mcp (streamable HTTP)")
-    token = os.environ.get(TOKEN_ENV) or new_token()
+    token = check_token(os.environ[TOKEN_ENV]) if os.environ.get(TOKEN_ENV) else new_token()
     print(f"heuresis mcp: {args.family}/{args.split} episodes, {len(episodes.tools())} tools, "
           f"on {where}; traces in {trace_dir}", file=sys.stderr, flush=True)
+    print(f"heuresis mcp: {episodes.sealing()}", file=sys.stderr, flush=True)
     if episodes.sealed:
         print("heuresis mcp: sealed test split: no scores are returned; after the session run "
               f"heuresis score {trace_dir}", file=sys.stderr, flush=True)

@@ -156,15 +156,21 @@ def make_environment(family: str, kwargs: Mapping[str, Any]):
     return HeuresisEnv(family=family, **kwargs)
 
 
+#: the largest count or cost a policy may report of one episode; above, it is unknown (None):
+#: a policy's own report is bounded on both sides, never a 309-digit number in a results line
+MAX_REPORTED_COUNT, MAX_REPORTED_COST_USD = 10**12, 10**6
+
+
 def _number(value: Any) -> int | None:
-    """A count a policy reported: a non-negative integer, else None (unknown)."""
+    """A count a policy reported: a non-negative integer up to :data:`MAX_REPORTED_COUNT`,
+    else None (unknown)."""
     if isinstance(value, bool) or value is None:
         return None
     try:
         number = int(value)
     except (TypeError, ValueError, OverflowError):
         return None
-    return number if number >= 0 else None
+    return number if 0 <= number <= MAX_REPORTED_COUNT else None
 
 
 def usage_fields(usage: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -189,7 +195,7 @@ def usage_fields(usage: Mapping[str, Any] | None) -> dict[str, Any]:
         tokens = {"prompt": prompt or 0, "completion": completion or 0}
     cost = usage.get("cost_usd")
     cost = float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None
-    if cost is not None and not (math.isfinite(cost) and cost >= 0):
+    if cost is not None and not (math.isfinite(cost) and 0 <= cost <= MAX_REPORTED_COST_USD):
         cost = None
     return {"tokens": tokens, "cost_usd": cost, "api_retries": _number(usage.get("api_retries"))}
 

@@ -31,6 +31,9 @@ from heuresis_env.questions import NAME_MODES
 from heuresis_env.registration import TASKS, interventional_family
 
 PROMPT_LEVELS = (1, 2, 3, 4)
+#: the most repeats of an instance a run takes (a larger number is a typo, and would build
+#: its whole list of episodes before the first one runs)
+MAX_REPEATS = 1000
 
 
 def check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
@@ -135,7 +138,7 @@ class RunRequest:
             raise UnknownNameError("split", self.split, SPLIT_SIZES)
         if not isinstance(self.families, str):
             put("families", tuple(self.families))
-        put("repeats", check_int("repeats", self.repeats, 1))
+        put("repeats", check_int("repeats", self.repeats, 1, MAX_REPEATS))
         if self.count is not None:
             put("count", check_int("count", self.count, 1))
         put("settings", check_settings(self.settings))
@@ -184,5 +187,5 @@ class RunRequest:
 #: others — workers, backend, address, progress — describe the job)
 RUN_ARGUMENTS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(RunRequest))
 
-__all__ = ["PROMPT_LEVELS", "RUN_ARGUMENTS", "RunRequest", "check_int", "check_policy_options",
+__all__ = ["MAX_REPEATS", "PROMPT_LEVELS", "RUN_ARGUMENTS", "RunRequest", "check_int", "check_policy_options",
            "check_settings"]

@@ -285,6 +285,11 @@ def _read_config(path: Path) -> dict[str, Any]:
                                   "by 'heuresis evaluate'?") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise RunFormatError(f"{config_path} is not JSON ({exc})") from None
+    except RecursionError:
+        raise RunFormatError(f"{config_path} nests its JSON too deeply to be a run's config "
+                             "(written by hand, not by heuresis evaluate)") from None
+    except OSError as exc:  # a symbolic-link loop, a folder named config.json, …
+        raise RunFormatError(f"cannot read {config_path}: {exc.strerror or exc}") from None
     if not isinstance(config, dict):
         raise RunFormatError(f"{config_path} is not a JSON object")
     missing = [k for k in _REQUIRED_CONFIG if k not in config]
@@ -398,6 +403,9 @@ def read_results(run_path: Path, task: str = "graph",
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise RunFormatError(f"{where}: not JSON ({exc.msg})") from None
+        except RecursionError:
+            raise RunFormatError(f"{where}: its JSON nests too deeply to be a result line"
+                                 ) from None
         episode = _episode(run_path, record, where, task)
         digests.append((where, episode.config_digest))
         if episode.episode_id in by_id:

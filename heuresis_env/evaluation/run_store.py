@@ -260,9 +260,10 @@ class RunStore:
             return None
         try:
             config = json.loads(self.config_path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise RunFormatError(f"{self.config_path} is not JSON ({exc}); it is not a "
-                                      "run directory written by heuresis evaluate") from None
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+            raise RunFormatError(f"{self.config_path} is not JSON a run could have written "
+                                 f"({type(exc).__name__}); it is not a run directory written "
+                                 "by heuresis evaluate") from None
         version = config.get("format_version") if isinstance(config, dict) else None
         if version not in READABLE_FORMAT_VERSIONS:
             raise RunFormatError(f"{self.config_path} has run format version {version!r}; "

@@ -68,7 +68,12 @@ def _table_rows(path: str | os.PathLike) -> tuple[list[str], list[list[str]]]:
         dialect = csv.Sniffer().sniff(text[:4096], delimiters=",;\t")
     except csv.Error:
         dialect = csv.excel
-    rows = [row for row in csv.reader(io.StringIO(text), dialect) if any(c.strip() for c in row)]
+    try:
+        rows = [row for row in csv.reader(io.StringIO(text), dialect)
+                if any(c.strip() for c in row)]
+    except csv.Error as exc:  # a binary file that happens to decode (NUL bytes, say)
+        raise DatasetError(f"{path} is not a CSV table ({exc}); expected a header row of "
+                           "column names and one row of numbers per sample") from None
     if not rows:
         raise DatasetError(f"{path} is empty; expected a header row of column names and one "
                            "row per sample")

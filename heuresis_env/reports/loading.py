@@ -376,8 +376,9 @@ def load_runs(paths: Sequence[str | os.PathLike], allow_mixed: bool = False) -> 
     if not paths:
         raise HeuresisError("give at least one run directory")
     resolved = find_run_directories(paths)  # a demo's folder stands for its runs/*
-    duplicates = sorted({str(p) for p in resolved
-                         if sum(q.resolve() == p.resolve() for q in resolved) > 1})
+    real = [os.path.realpath(p) for p in resolved]  # a symbolic-link loop is no error here
+    duplicates = sorted({str(p) for p, r in zip(resolved, real, strict=True)
+                         if real.count(r) > 1})
     if duplicates:
         raise HeuresisError(f"run directories given more than once: {duplicates}")
     loaded = [load_run(p) for p in resolved]

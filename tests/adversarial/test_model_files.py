@@ -127,3 +127,27 @@ def test_every_shipped_model_loads_from_plain_arrays_and_a_description():
         assert (description["algo"], description["architecture"]) == (
             config["algo"], config["architecture"])
         assert description["provenance"]["converted_from"]["file"] == "model.zip"
+
+
+# ---- issue 46, route 10: the conversion script -------------------------------------------------
+
+def test_the_conversion_script_reads_no_pickle_it_was_not_vouched_for(tmp_path):
+    """On main ``scripts/convert_models.py rl DIR`` unpickled any ``model.zip`` it was given
+    (and, with no argument, any under agents/data/rl_*): a planted zip ran its code. It now
+    reads a pickle only with ``--trusted-sha256`` naming that very file's hash."""
+    import hashlib
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    directory, marker = tmp_path / "model", tmp_path / "ran"
+    directory.mkdir()
+    _sb3_zip(directory / "model.zip", marker)
+    wrong = hashlib.sha256(b"another file").hexdigest()
+    for arguments in (["rl", str(directory)], ["rl"], ["rl", "--trusted-sha256", wrong,
+                                                       str(directory)]):
+        done = subprocess.run([sys.executable, "scripts/convert_models.py", *arguments],
+                              cwd=root, capture_output=True, text=True, timeout=300)
+        assert done.returncode != 0 and not marker.exists(), done.stderr[-2000:]
+        assert "Traceback" not in done.stderr
+    assert (directory / "model.zip").exists()

@@ -171,7 +171,7 @@ def test_the_step_budget_ends_an_episode_over_mcp(tmp_path):
 def test_streamable_http_on_loopback(tmp_path):
     port = free_port()
     log = open(tmp_path / "server.log", "w")  # noqa: SIM115 - closed below
-    token = "a-test-token-of-enough-length"
+    token = "k3J9-qZ7vXw2LmP0sT5yRb8NcHd4FgUe"  # a fixed token must not be guessable (issue 46)
     server = subprocess.Popen([sys.executable, *server_args(
         tmp_path / "traces", "--transport", "http", "--port", str(port))],
         stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "HEURESIS_MCP_TOKEN": token})

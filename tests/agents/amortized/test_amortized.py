@@ -34,7 +34,7 @@ from agents.amortized import (
     train_model,
 )
 from agents.amortized.__main__ import main as amortized_main
-from agents.amortized.__main__ import training_subset
+from agents.amortized.commands import training_subset
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evidence import guided_start
 from heuresis_env.generation import InstanceKey, generate_instance, new_salt

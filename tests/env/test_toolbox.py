@@ -92,8 +92,10 @@ def test_toolbox_levels_follow_the_spec():
     full = {t.name for t in toolbox.available_tools("full", False)}
     minimal = {t.name for t in toolbox.available_tools("minimal", False)}
     guided = {t.name for t in toolbox.available_tools("full", True)}
-    # the evidence grid (issue 34) is no minimal tool: it runs PC-KCI and three searches
-    assert full - minimal == {"run_code", "stability", "orientation_probe", "evidence_grid"}
+    # the evidence grid (issue 34) is no minimal tool: it runs PC-KCI and three searches;
+    # nor are the directed model's inputs (issue 41): the pair statistics and a row sample
+    assert full - minimal == {"run_code", "stability", "orientation_probe", "evidence_grid",
+                              "pair_statistics", "sample_rows"}
     # the guided condition adds the deletion log and (full toolbox) the repair table of
     # PC-KCI's output (issue 12: the table the RL view's observation layout 2 carries)
     assert guided - full == {"deletion_log", "repair_evidence"}
@@ -251,6 +253,8 @@ def _tool_actions(names: tuple[str, ...]) -> list[dict]:
         {"tool": "deletion_log"},
         {"tool": "repair_evidence", "args": {"which": "deleted"}},
         {"tool": "evidence_grid"},
+        {"tool": "pair_statistics"},
+        {"tool": "sample_rows", "args": {"count": 7, "seed": 3}},
         {"tool": "show_graph"},
         {"tool": "add_edge", "args": {"x": x, "y": y}},
         {"tool": "add_edge", "args": {"x": y, "y": z, "directed": False}},

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from heuresis_env.errors import HeuresisError
-from heuresis_env.evaluation import RunRequest
+from heuresis_env.evaluation import evaluate
 from heuresis_env.evaluation.episode import usage_fields
 from heuresis_env.generation.salts import TEST_SALT_ENV
 
@@ -66,9 +66,10 @@ def test_a_trace_header_of_wrong_types_is_a_one_line_error(tmp_path, instance):
     one_line_error(heuresis("score", str(trace)), str(trace))
 
 
-def test_repeats_and_self_reported_usage_are_bounded():
+def test_repeats_and_self_reported_usage_are_bounded(tmp_path):
     with pytest.raises(HeuresisError, match="repeats must be an integer in 1..1000"):
-        RunRequest("pc-fisherz", repeats=10**9)
+        evaluate("pc-fisherz", repeats=10**9, progress=False, out_dir=tmp_path / "run")
+    assert not (tmp_path / "run").exists()  # refused before any work
     assert usage_fields({"prompt_tokens": 10**308, "completion_tokens": "9" * 309,
                          "cost_usd": 1e300})["tokens"] is None
     assert usage_fields({"cost_usd": 1e300})["cost_usd"] is None

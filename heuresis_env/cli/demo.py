@@ -185,5 +185,6 @@ def run(args: argparse.Namespace) -> int:
     print(f"\n{len(plan)} policies × 6 families × {args.count} instances in {elapsed:.0f} s; "
           f"report: {report.markdown_path} and {report.html_path}")
     print(f"viewer: {viewer.index_path} (open it in a browser, or `heuresis view "
-          f"{args.out / 'runs'}/* --out {args.out / 'viewer'} --serve`)")
+          f"{args.out} --out {args.out / 'viewer'} --serve`; `heuresis report {args.out} "
+          f"--out DIR` reports its runs again)")
     return 0

@@ -46,9 +46,10 @@ browser:
 
 # The suite runs in TEST_WORKERS processes (pytest-xdist; 2 by default, as CI's 2 cores; each
 # worker has its own cache folder and temporary folders; tests that need one machine-wide
-# resource, such as a Ray cluster, share an xdist group and so one worker).
+# resource, such as a Ray cluster, take a lock file: the machine_wide marker). --dist load: a
+# worker that crashes is replaced, its test reported failed (loadgroup/loadscope can hang then).
 TEST_WORKERS ?= 2
-PYTEST = $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+PYTEST = $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist load
 
 # Lint, type check, then the whole test suite, slow end-to-end tests and browser tests included
 # (they run on small settings).

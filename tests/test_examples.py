@@ -48,7 +48,6 @@ def test_compare_llm_backends_runs_both_sdks_against_the_loopback_server(tmp_pat
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("rl-wild-n100")  # one worker's cache serves both runs' evidence
 def test_train_repair_policy_learns_and_beats_the_guided_start_on_held_out_instances(tmp_path):
     """The example at its default size (issue 42): it learns — the untrained network, the warm
     start and PPO measured on dev instances held out from training — and ends with a paired

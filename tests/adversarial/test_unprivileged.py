@@ -33,8 +33,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 USER = os.environ.get("HEURESIS_TEST_USER", "heuresis-adversary")
 ESCAPER = "tests.adversarial.adversarial_policies:Escaper"
-#: slow; one worker under pytest -n (both tests create the same system user with useradd)
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("system-user")]
+#: slow; one at a time under pytest -n (both tests create the same system user with useradd)
+pytestmark = [pytest.mark.slow, pytest.mark.machine_wide("system-user")]
 
 #: run as root in ``unshare -m``: cover each folder on the way to the needed paths that others
 #: cannot enter, carry the needed paths over, then become the user (argv: paths, "--", command)

@@ -548,7 +548,7 @@ def test_an_interrupted_run_resumes_without_losing_or_repeating_an_episode(tmp_p
 # ---- Ray ------------------------------------------------------------------------------------------
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("ray")  # one local Ray at a time (pytest -n)
+@pytest.mark.machine_wide("ray")  # one local Ray at a time (pytest -n)
 def test_ray_backend_writes_the_same_results_as_the_local_backend(tmp_path, clean_run):
     pytest.importorskip("ray")
     out = tmp_path / "ray"
@@ -569,7 +569,7 @@ def test_ray_backend_writes_the_same_results_as_the_local_backend(tmp_path, clea
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("ray")  # one local Ray at a time (pytest -n)
+@pytest.mark.machine_wide("ray")  # one local Ray at a time (pytest -n)
 def test_a_cluster_of_two_raylets_reached_by_address_runs_the_job_as_the_local_backend(
         tmp_path, clean_run):
     """A real Ray cluster on this machine — a head and a worker node, two raylets with one

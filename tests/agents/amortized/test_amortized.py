@@ -260,7 +260,7 @@ def test_a_model_trained_on_train_instances_beats_the_guided_start(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("ray")  # one local Ray at a time (pytest -n)
+@pytest.mark.machine_wide("ray")  # one local Ray at a time (pytest -n)
 def test_ray_tasks_compute_the_same_examples_as_local_workers(shards):
     pytest.importorskip("ray")
     jobs = [("wild", "train", i, SMALL["d"], SMALL["n"], None) for i in range(3)]

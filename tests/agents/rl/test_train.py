@@ -42,7 +42,6 @@ ACCEPTANCE = {"steps": 20_000, "dev": 80, "test": 32, "d": 10, "n": 100}
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("rl-wild-n100")  # shares its instances' evidence with the example's
 def test_trained_policy_beats_the_guided_start_on_wild(tmp_path):
     report = train("wild", "maskable_ppo", steps=ACCEPTANCE["steps"], out_dir=tmp_path,
                    seed=0, n_envs=2, dev_count=ACCEPTANCE["dev"], test_count=ACCEPTANCE["test"],

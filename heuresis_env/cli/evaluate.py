@@ -8,6 +8,7 @@ import sys
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evaluation import evaluate
 from heuresis_env.evaluation.policies import parse_policy_options
+from heuresis_env.generation.datasets import one_instance_note
 from heuresis_env.generation.instances import get_source
 from heuresis_env.generation.salts import TEST_SALT_ENV, sealing_salt
 from heuresis_env.policy import EpisodeSettings
@@ -156,11 +157,5 @@ def source_notes(families: list[str], split: str) -> list[str]:
                      "instances are public, so a policy could regenerate them; set a secret "
                      "salt for numbers that compare policies")
     if tables:
-        which = (f"{tables[0]} is a data table" if len(tables) == 1
-                 else f"{', '.join(tables)} are data tables")
-        notes.append(f"{which}: one table is one instance, so its score is one number with no "
-                     "interval over instances (the test salt does not apply to tables); for "
-                     "an interval, report several tables together (one 'heuresis evaluate "
-                     "--dataset' run each: 'heuresis report' puts them in one arm, its 'all' "
-                     "column over the tables) or play a family's instances (--family)")
+        notes.append(one_instance_note(tables))
     return notes

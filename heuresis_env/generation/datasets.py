@@ -390,8 +390,22 @@ def tuebingen_pairs(usable_only: bool = True) -> list[dict[str, str]]:
     return [r for r in rows if r["status"] == "ok"] if usable_only else rows
 
 
+def one_instance_note(names: Sequence[str]) -> str:
+    """What a reader of a run or report on data tables should know (``heuresis evaluate``'s
+    note, the report's warning): a table is one instance, so its score has no interval over
+    instances and no salt seals it; and how to get an interval."""
+    which = (f"{names[0]} is a data table" if len(names) == 1
+             else f"{', '.join(names)} are data tables")
+    return (f"{which}: one table is one instance, so its score has no interval over instances "
+            "(and the test salt does not apply to tables); for an interval, report several "
+            "tables together (one 'heuresis evaluate --dataset' run each: 'heuresis report' "
+            "puts them in one arm, its 'all' column over the tables) or a family's instances "
+            "(--family)")
+
+
 __all__: Sequence[str] = (
     "DatasetError", "check_table", "dataset_details", "dataset_instance", "dataset_name",
+    "one_instance_note",
     "load_dataset", "public_description", "read_graph", "read_table", "register_dataset",
     "register_from_details", "register_instance", "sachs_consensus_graph", "sachs_table",
     "tuebingen_pairs",

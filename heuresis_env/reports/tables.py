@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from heuresis_env.cache import stable_hash
+from heuresis_env.generation.datasets import one_instance_note
 from heuresis_env.metrics import BootstrapResult, paired_bootstrap
 from heuresis_env.reports.coinciding import coinciding_note
 from heuresis_env.reports.loading import (
@@ -367,12 +368,7 @@ def small_sample_warning(small: dict[str, int], tables: Collection[str] = ()) ->
                      "2 instances can exclude zero by chance); run more instances (--count) "
                      "before reading a gain.")
     if table_names:
-        which = (f"{table_names[0]} is a data table" if len(table_names) == 1
-                 else f"{', '.join(table_names)} are data tables")
-        parts.append(f"{which}: one table is one instance, so its cells have no interval over "
-                     "instances; for an interval, report several tables together (one "
-                     "'heuresis evaluate --dataset' run each: the 'all' column is then over the "
-                     "tables) or a family's instances.")
+        parts.append(one_instance_note(table_names) + ".")
     return " ".join(parts)
 
 

@@ -23,7 +23,7 @@ from heuresis_env.generation.instances import InstanceKey, generate_instance
 from heuresis_env.generation.salts import sealing_salt
 from heuresis_env.metrics import BootstrapResult
 from heuresis_env.progress import progress_bar
-from heuresis_env.reports import figures, tables
+from heuresis_env.reports import figures, tables, trace_tables
 from heuresis_env.reports.coinciding import COINCIDING
 from heuresis_env.reports.document import (
     BulletList,
@@ -321,11 +321,11 @@ def build_report(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLi
             warnings.append(f"Table 4 skipped: {exc}")
             document.add(Paragraph(f"Skipped: {exc}"))
         else:
-            provenance = tables.provenance_table(cells, settings)
+            provenance = trace_tables.provenance_table(cells, settings)
             if provenance.empty:
                 provenance.notes.append("No run has traces with a final graph.")
             document.add(TableBlock(provenance))
-            document.add(TableBlock(tables.repair_table(cells, settings)))
+            document.add(TableBlock(trace_tables.repair_table(cells, settings)))
     else:
         document.add(Paragraph("Skipped (trace analysis turned off)."))
 

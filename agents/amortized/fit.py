@@ -13,7 +13,10 @@ moments as ``optimizer.npz``, ``state.json``), atomically, and a run started aga
 same ``out`` resumes there. Every ``reload_every`` steps the shard folder is read again, so a
 stream still being built feeds the run as it grows. Instances whose index is a multiple of
 ``holdout_every`` are never trained on: they give the held-out loss logged beside the training
-loss (``out/history.jsonl``).
+loss (``out/history.jsonl``); the model of the lowest held-out loss so far is kept in
+``out/best`` (a model folder, with its step), so a run that outgrows its data — a stream still
+being built — leaves its best model, not only its last. (The held-out set is the held-out
+instances of the shards read so far, its first 200: it grows with the stream until then.)
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from agents.amortized.directed import (
 from agents.amortized.stream import StreamSet, load_stream, stream_shards
 from heuresis_env.errors import HeuresisError
 from heuresis_env.files import atomic_write_bytes
+from heuresis_env.generation import TrainPrior
 
 __all__ = ["FitSettings", "fit_directed", "fit_normalisation"]
 
@@ -144,7 +148,7 @@ def _learning_rate(settings: FitSettings, step: int) -> float:
 
 
 def fit_directed(shards: str | Path, out: str | Path, settings: FitSettings,
-                 config: dict[str, Any] | None = None, prior: str | None = None,
+                 config: dict[str, Any] | None = None, prior: str | TrainPrior | None = None,
                  progress: Callable[[str], None] | None = None) -> Path:
     """Train (or resume training) a model on the stream shards in ``shards``; returns the
     folder of the final model (``out/model``), or of the checkpoint when ``stop_at`` ended the
@@ -227,6 +231,14 @@ def fit_directed(shards: str | Path, out: str | Path, settings: FitSettings,
             with history.open("a", encoding="utf-8") as handle:
                 handle.write(json.dumps(entry) + "\n")
             save_directed(model, checkpoint, {"step": step, "settings": asdict(settings)})
+            best_file = out / "best" / "model.json"
+            best_loss = (json.loads(best_file.read_text())["provenance"].get("held_out_loss",
+                                                                             math.inf)
+                         if best_file.exists() else math.inf)
+            if held < best_loss:
+                save_directed(model, out / "best", {"step": step, "held_out_loss": held,
+                                                    "instances": len(data),
+                                                    "settings": asdict(settings)})
             _save_optimizer(optimizer, checkpoint / "optimizer.npz")
             atomic_write_bytes(checkpoint / "state.json", json.dumps(
                 {"step": step, "settings": asdict(settings),

@@ -88,12 +88,12 @@ def stream_shard_name(prior: TrainPrior, start: int) -> str:
     return f"stream-{prior.digest[:12]}-{start:09d}.npz"
 
 
-def _job(job: tuple[str, int, bool]) -> StreamExample:
-    prior_name, index, searches = job
-    return stream_example(get_train_prior(prior_name).key(index), searches)
+def _job(job: tuple[TrainPrior, int, bool]) -> StreamExample:
+    prior, index, searches = job
+    return stream_example(prior.key(index), searches)
 
 
-def _map(jobs: list[tuple[str, int, bool]], workers: int) -> list[StreamExample]:
+def _map(jobs: list[tuple[TrainPrior, int, bool]], workers: int) -> list[StreamExample]:
     """The jobs' examples in order, on ``workers`` processes (one BLAS thread each)."""
     if workers <= 1:
         return [_job(job) for job in jobs]
@@ -157,7 +157,7 @@ def build_stream(prior: str | TrainPrior, start: int, count: int, out_dir: str |
     started = time.perf_counter()
     for done, path in enumerate(todo, 1):
         first = int(path.stem.rsplit("-", 1)[1])
-        jobs = [(prior.name, i, searches) for i in range(first, first + shard_size)]
+        jobs = [(prior, i, searches) for i in range(first, first + shard_size)]
         examples = _map(jobs, workers)
         _write(path, examples, prior)
         if progress is not None:

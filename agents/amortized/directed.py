@@ -43,7 +43,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from agents.amortized.model import _AxialBlock
+from agents.amortized.model import _AxialBlock, model_inputs
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evidence import (
     STATISTICS_NODE_FEATURE_NAMES,
@@ -82,17 +82,9 @@ def row_inputs(rows: np.ndarray) -> np.ndarray:
 
 
 def cell_inputs(pairs: np.ndarray, nodes: np.ndarray) -> np.ndarray:
-    """(m, d, d, P) pair and (m, d, N) node statistics → (m, d, d, P + |ordered| + 2N + 1)."""
-    pairs = np.asarray(pairs, dtype=np.float32)
-    nodes = np.asarray(nodes, dtype=np.float32)
-    if pairs.ndim == 3:
-        pairs, nodes = pairs[None], nodes[None]
-    m, d = pairs.shape[:2]
-    reverse = np.swapaxes(pairs, 1, 2)[..., list(ORDERED)]
-    node_i = np.broadcast_to(nodes[:, :, None, :], (m, d, d, nodes.shape[-1]))
-    node_j = np.broadcast_to(nodes[:, None, :, :], (m, d, d, nodes.shape[-1]))
-    diagonal = np.broadcast_to(np.eye(d, dtype=np.float32)[None, :, :, None], (m, d, d, 1))
-    return np.concatenate([pairs, reverse, node_i, node_j, diagonal], axis=-1)
+    """(m, d, d, P) pair and (m, d, N) node statistics → (m, d, d, P + |ordered| + 2N + 1), laid
+    out as the first model's cells are (:func:`agents.amortized.model.model_inputs`)."""
+    return model_inputs(pairs, nodes, ORDERED)
 
 
 def cell_channels() -> int:
@@ -261,11 +253,6 @@ class AviciConfig:
     dual_lr: float = 1e-3
     dual_every: int = 50
     dual_burnin: int = 500
-    pair_features: tuple[str, ...] = ()
-    node_features: tuple[str, ...] = ()
-    statistics_version: int = STATISTICS_VERSION
-    input_mean: list[float] = field(default_factory=list)
-    input_std: list[float] = field(default_factory=list)
 
 
 class AviciModel(nn.Module):

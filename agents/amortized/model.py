@@ -71,15 +71,18 @@ class ModelConfig:
         return len(self.pair_features) + len(ORDERED_FEATURES) + 2 * len(self.node_features) + 1
 
 
-def model_inputs(pairs: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+def model_inputs(pairs: np.ndarray, nodes: np.ndarray,
+                 ordered: Sequence[int] = ORDERED_FEATURES) -> np.ndarray:
     """The raw cell inputs of a batch: (m, d, d, P) pairs and (m, d, N) nodes → (m, d, d, C)
-    with C = P + ordered P + 2N + 1 (see the module docstring)."""
+    with C = P + |ordered| + 2N + 1: every pair feature of (i, j), the ``ordered`` ones (the
+    channels that differ between (i, j) and (j, i)) of (j, i), the node features of i and of
+    j, and a diagonal flag (see the module docstring)."""
     pairs = np.asarray(pairs, dtype=np.float32)
     nodes = np.asarray(nodes, dtype=np.float32)
     if pairs.ndim == 3:
         pairs, nodes = pairs[None], nodes[None]
     m, d = pairs.shape[:2]
-    reverse = np.swapaxes(pairs, 1, 2)[..., list(ORDERED_FEATURES)]
+    reverse = np.swapaxes(pairs, 1, 2)[..., list(ordered)]
     node_i = np.broadcast_to(nodes[:, :, None, :], (m, d, d, nodes.shape[-1]))
     node_j = np.broadcast_to(nodes[:, None, :, :], (m, d, d, nodes.shape[-1]))
     diagonal = np.broadcast_to(np.eye(d, dtype=np.float32)[None, :, :, None], (m, d, d, 1))

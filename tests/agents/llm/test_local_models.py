@@ -110,6 +110,12 @@ def test_the_catalogue_the_commands_and_the_comparison_agree():
     assert comparison.REFERENCES == cli_compare.REFERENCE_NAMES
     with pytest.raises(HeuresisError, match="smollm2-135m"):
         local_model_spec("gpt-2")
+    from agents.llm.local_models import LIBRARIES
+    from heuresis_env.cli.demo import LOCAL_MODEL_MODULES, local_models_note
+
+    assert set(LOCAL_MODEL_MODULES) <= {*LIBRARIES, *(s.module for s in LOCAL_MODELS.values())}
+    assert "heuresis llm-compare" in local_models_note()
+    assert ("not installed" in local_models_note()) == bool(MISSING)
 
 
 def test_constrained_decoding_needs_json_actions_in_the_text():

@@ -233,3 +233,27 @@ def test_one_episode_with_a_real_model_through_the_whole_wrapper(model, wrapper)
     if wrapper.get("constrained"):  # decoded under the schema: a valid action, or cut short
         for call, action in zip(calls[:2], actions[:2], strict=True):
             assert action["source"] == "text_json" or call["reply"]["finish_reason"] == "length"
+
+
+@needs_model
+@pytest.mark.slow
+def test_inspect_reaches_the_local_model_through_its_openai_provider(server, tmp_path):
+    """``inspect eval heuresis/causal_discovery`` with inspect's ``openai-api`` provider
+    pointed at the loopback server: a sample scored by the referee, the model's usage and
+    cache reads in inspect's log."""
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.model import get_model
+
+    from agents.inspect_task.demo import TASK
+
+    model = get_model(f"openai-api/loopback/{MODEL}", base_url=server.url, api_key="local")
+    log = inspect_eval(TASK, task_args={"family": "lg", "count": 1, "d": 5, "n": 100,
+                                        "max_steps": 3, "token_budget": 24, "bca": False,
+                                        "native_tools": False},
+                       model=model, log_dir=str(tmp_path), display="none")[0]
+    assert log.status == "success", log.error
+    sample = log.samples[0]
+    score = sample.scores["heuresis_graph_scorer"].value
+    assert 0.0 <= score["f1"] <= 1.0 and score["finished"] == 1.0
+    usage = log.stats.model_usage[f"openai-api/loopback/{MODEL}"]
+    assert usage.output_tokens > 0 and usage.input_tokens > 0

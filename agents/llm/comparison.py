@@ -144,8 +144,9 @@ def _episode_figures(run_dir: Path, episode: Any) -> dict[str, float]:
         "unparsed": sum(e.get("source") == "unparsed" for e in actions),
         "calls": len(calls),
         "cut": sum((e.get("reply") or {}).get("finish_reason") == "length" for e in calls),
-        "final_retry": float(status in ("edge_list_after_retry", "fallback_working_graph")
-                             and any(e.get("purpose") == "final_retry" for e in calls)),
+        # a retry asked for, whether or not its call could still be made in time
+        "final_retry": float(any(e.get("purpose") == "final_retry" for e in events
+                                 if e.get("event") in ("model_call", "model_call_failed"))),
         "final_fallback": float(status == "fallback_working_graph"),
         "final_turn": float(bool(finals)),
     }

@@ -186,12 +186,12 @@ def run(args: argparse.Namespace) -> int:
     if guided:
         print(f"\n{', '.join(guided)}: repair policies, in the guided condition (they start "
               "from PC-KCI's output; the other policies start from an empty graph)")
+    print(f"\nnote: {local_models_note()}")
     print(f"\n{len(plan)} policies × 6 families × {args.count} instances in {elapsed:.0f} s; "
           f"report: {report.markdown_path} and {report.html_path}")
     print(f"viewer: {viewer.index_path} (open it in a browser, or `heuresis view "
           f"{args.out} --out {args.out / 'viewer'} --serve`; `heuresis report {args.out} "
           f"--out DIR` reports its runs again)")
-    print(f"note: {local_models_note()}")
     return 0
 
 

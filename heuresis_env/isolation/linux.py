@@ -185,23 +185,15 @@ def keep_only_capabilities(mask: int) -> None:
     header, data = Header(LINUX_CAPABILITY_VERSION_3, 0), (Data * 2)()
     data[0].effective = data[0].permitted = mask & 0xFFFFFFFF
     data[1].effective = data[1].permitted = mask >> 32
-    check(libc().capset(ctypes.byref(header), data), "capset (keeping some capabilities)")
+    check(libc().capset(ctypes.byref(header), data),
+          "capset (dropping capabilities)" if mask else "capset (dropping all capabilities)")
 
 
 def drop_capabilities() -> None:
     """Inside a user namespace we are 'root' with every capability there: shed them all."""
     check(prctl(PR_SET_SECUREBITS, LOCKED_SECUREBITS), "prctl(PR_SET_SECUREBITS)")
     drop_bounding_set()
-
-    class Header(ctypes.Structure):
-        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-    class Data(ctypes.Structure):
-        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
-                    ("inheritable", ctypes.c_uint32)]
-
-    header, data = Header(LINUX_CAPABILITY_VERSION_3, 0), (Data * 2)()
-    check(libc().capset(ctypes.byref(header), data), "capset (dropping all capabilities)")
+    keep_only_capabilities(0)
 
 
 def install_seccomp_filter(denied_names: tuple[str, ...] | None = None,

@@ -130,6 +130,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     study.add_argument("--n", type=int, default=600)
     study.add_argument("--tta", type=int, default=4, help="row subsamples averaged")
     study.add_argument("--resamples", type=int, default=10_000)
+    study.add_argument("--first-model", action="store_true",
+                       help="score the first (shipped) amortized model beside them")
     study.add_argument("--json", default=None, help="write every instance's scores here")
 
 

@@ -254,9 +254,12 @@ def study_command(args: argparse.Namespace) -> int:
             raise HeuresisError(f"--model takes LABEL=FOLDER, got {spec!r}")
         models[label] = load_directed(folder)[0]
     salt = sealing_salt(args.split)
+    first = load_model(Path(__file__).resolve().parents[1] / "data" / "amortized")[0] \
+        if args.first_model else None
     records = []
     for keys in _split_keys(args):
-        records += score_directed(models, keys, salt, tta=args.tta, progress=_say)
+        records += score_directed(models, keys, salt, tta=args.tta, first_model=first,
+                                  progress=_say)
     arms = sorted({arm for r in records for arm in r.scores
                    if ":" in arm and not arm.endswith("best-cut")})
     summary = summarize_directed(records, arms, n_resamples=args.resamples)
@@ -274,9 +277,10 @@ def study_command(args: argparse.Namespace) -> int:
 def study_table(summary: dict[str, Any], arms: Sequence[str]) -> str:
     """One row per family and arm: F1, nSHD and their differences from PC-KCI and BCA_φ."""
     lines = ["| family | arm | F1 | nSHD | F1 - PC-KCI [95%] | F1 - BCA [95%] | "
-             "nSHD - BCA [95%] | best cut |", "|---|---|---|---|---|---|---|---|"]
+             "nSHD - BCA [95%] | F1 - v1 [95%] | nSHD - v1 [95%] | best cut |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for family, row in summary.items():
-        for arm in [*arms, "pc-kci", "bca", "boss", "oracle"]:
+        for arm in [*arms, "pc-kci", "bca", "boss", "v1", "oracle"]:
             if arm not in row:
                 continue
             deltas = row.get("delta", {})
@@ -285,7 +289,8 @@ def study_table(summary: dict[str, Any], arms: Sequence[str]) -> str:
             lines.append(f"| {family} | {arm} | {row[arm]['f1']:.3f} | "
                          f"{row[arm].get('nshd', float('nan')):.3f} | "
                          f"{cell(f'{arm} - pc-kci f1')} | {cell(f'{arm} - bca f1')} | "
-                         f"{cell(f'{arm} - bca nshd')} | "
+                         f"{cell(f'{arm} - bca nshd')} | {cell(f'{arm} - v1 f1')} | "
+                         f"{cell(f'{arm} - v1 nshd')} | "
                          f"{'' if best is None else f'{best:.3f}'} |")
     return "\n".join(lines)
 

@@ -23,11 +23,13 @@ import numpy as np
 
 from agents.amortized.directed import AviciModel, DirectedModel
 from agents.amortized.inference import adjacency_probabilities, decode, edge_probabilities
+from agents.amortized.model import GridModel
+from agents.amortized.policy import AmortizedPolicy
 from agents.learned_repair import BCA_FILE, bca_choices
 from heuresis_env.discovery import cached_run_algorithm
-from heuresis_env.evidence import guided_start
+from heuresis_env.evidence import evidence_grid, guided_start
 from heuresis_env.generation import InstanceKey, cached_instance
-from heuresis_env.graphs import Graph
+from heuresis_env.graphs import Graph, graph_from_edge_lines
 from heuresis_env.metrics import paired_bootstrap, score_graph
 from heuresis_env.seeding import int31_seed
 
@@ -62,10 +64,12 @@ def score_directed(models: Mapping[str, DirectedModel | AviciModel],
                    keys: Sequence[InstanceKey], salt: str | None = None,
                    rules: Sequence[tuple[str, str]] = (("f1", "dag"), ("shd", "dag")),
                    tta: int = 4, bca: Mapping[str, str] | None = None,
-                   references: bool = True,
+                   references: bool = True, first_model: GridModel | None = None,
                    progress: Callable[[str], None] | None = None) -> list[DirectedScore]:
     """Every model decoded by every (skeleton, orient) rule, and the references, per key.
-    An arm is named ``model:skeleton-orient`` (e.g. ``full:f1-dag``)."""
+    An arm is named ``model:skeleton-orient`` (e.g. ``full:f1-dag``). With ``first_model``,
+    the first amortized model's unguided graph (its expected-F1 selection, PC-KCI's
+    orientations, target none) is the arm ``v1``."""
     bca = dict(bca) if bca is not None else bca_choices(BCA_FILE)
     out = []
     for count, key in enumerate(keys, 1):
@@ -107,6 +111,12 @@ def score_directed(models: Mapping[str, DirectedModel | AviciModel],
             for i, j in zip(*np.nonzero(missing), strict=True):
                 oracle.add_undirected(names[i], names[j])
             record.scores["oracle"] = _compact(score_graph(oracle, truth_graph))
+        if first_model is not None:
+            grid = evidence_grid(instance.X, names, instance.sha256)
+            plan = AmortizedPolicy(first_model).plan(grid, first_model.probabilities(
+                grid.pairs, grid.nodes))
+            graph = graph_from_edge_lines(names, plan[0]["args"]["edges"])
+            record.scores["v1"] = _compact(score_graph(graph, truth_graph))
         out.append(record)
         if progress is not None and (count % 20 == 0 or count == len(keys)):
             progress(f"{count} of {len(keys)} instances scored")
@@ -114,10 +124,11 @@ def score_directed(models: Mapping[str, DirectedModel | AviciModel],
 
 
 def summarize_directed(records: Sequence[DirectedScore], arms: Sequence[str],
-                       references: Sequence[str] = ("pc-kci", "bca"), seed: int = 0,
+                       references: Sequence[str] = ("pc-kci", "bca", "v1"), seed: int = 0,
                        n_resamples: int = 10_000) -> dict[str, Any]:
     """Per family and over all: each arm's mean F1 and nSHD, and its paired differences with
-    each reference (95% bootstrap intervals, one seed)."""
+    each reference (95% bootstrap intervals, one seed); the first model (``v1``) is one more
+    reference when it was scored."""
     groups: dict[str, list[DirectedScore]] = {}
     for record in records:
         groups.setdefault(record.family, []).append(record)
@@ -125,7 +136,7 @@ def summarize_directed(records: Sequence[DirectedScore], arms: Sequence[str],
     summary: dict[str, Any] = {}
     for family, members in groups.items():
         row: dict[str, Any] = {"n": len(members)}
-        for arm in [*arms, *references, "oracle", "boss"]:
+        for arm in sorted({name for m in members for name in m.scores}):
             present = [m for m in members if arm in m.scores]
             if not present:
                 continue

@@ -60,7 +60,8 @@ def test_a_policy_that_raises_is_listed_by_the_command(tmp_path, capsys):
                      "--count", "2", "--d", "4", "--n", "100", "--out", str(out),
                      "--no-progress"])
     printed = capsys.readouterr().out
-    assert code == 0
+    # every episode errored: the run is listed, and the command exits 1 (issue 42)
+    assert code == 1
     assert "errors: 2 episodes, left out of the means:" in printed
     assert "2 × policy.reset() raised UnknownNameError" in printed and "'lg'" in printed
 

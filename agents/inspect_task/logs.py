@@ -9,7 +9,10 @@ nothing in it is trusted as a score: each episode's final graph (or answer) is s
 against the instance regenerated on the referee's side — its data hash checked against the
 one the log records — and a question's truth, which the log never holds, comes back from the
 regenerated question set. Importing the same log again resumes (finished episodes are kept);
-another log with the same settings and model may be imported into the same directory.
+another log with the same settings and model may be imported into the same directory. Who
+played is the log's claim: the run's ``attribution`` is ``self-reported``, and the report
+says so beside its arm. A log of a sealed split imports as a sealed run (its config and
+lines sealed with ``$HEURESIS_TEST_SALT``, which the import needs anyway).
 
 :func:`export_run` (``heuresis export-inspect RUN_DIR --out LOG``) writes a run directory as
 an inspect log that ``inspect view`` opens: one sample per episode, its messages the policy's
@@ -75,9 +78,10 @@ from heuresis_env.evaluation import (
     load_run,
     run_salt,
 )
-from heuresis_env.generation import InstanceKey
+from heuresis_env.generation import InstanceKey, SealedSalt
 from heuresis_env.graphs import Graph
 from heuresis_env.questions import make_question_referee, question_set
+from heuresis_env.reports import SELF_REPORTED
 
 __all__ = ["ImportSummary", "export_run", "import_inspect_log"]
 
@@ -107,7 +111,7 @@ class ImportSummary:
 
 # ---- import ---------------------------------------------------------------------------------
 
-def _salt(digest: str | None, where: str) -> str | None:
+def _salt(digest: str | None, where: str) -> SealedSalt | None:
     """The test salt a log's samples were generated with (``$HEURESIS_TEST_SALT``, checked
     against the digest the log records), as for the run directory it becomes."""
     return run_salt(RunDirectory(Path(where), {"salt_digest": digest}, []))
@@ -160,7 +164,9 @@ def _config(log: EvalLog, meta: Mapping[str, Any], salt: str | None, where: str
                   code_version=meta.get("code_version") or config["code_version"],
                   # what every log of this run shares (several logs, e.g. an eval-set's
                   # retries, import into one run directory)
-                  inspect={"task": log.eval.task, "model": log.eval.model})
+                  inspect={"task": log.eval.task, "model": log.eval.model},
+                  # the policy and model are the log's claim: nothing here checks who played
+                  attribution=SELF_REPORTED)
     if task == "qa":
         sets = {}
         for family in config["families"]:
@@ -265,6 +271,7 @@ def import_inspect_log(log_path: str | os.PathLike, out_dir: str | os.PathLike,
                             f"malformed ({type(exc).__name__}: {exc})") from None
     summary = ImportSummary(Path(out_dir))
     store = RunStore(out_dir)
+    store.salt = salt  # a log of a sealed split imports sealed: config and lines (route 9)
     known = {(k["family"], k["index"]) for k in config["instance_keys"]}
     with store.lock():
         store.prepare(config, force=force)

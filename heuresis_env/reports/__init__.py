@@ -12,7 +12,13 @@ from __future__ import annotations
 
 from heuresis_env.evaluation.run_format import load_run
 from heuresis_env.reports.build import ReportSummary, build_report
-from heuresis_env.reports.loading import PROBE_FILE, PROBE_FORMAT_VERSION, load_probe, load_runs
+from heuresis_env.reports.loading import (
+    PROBE_FILE,
+    PROBE_FORMAT_VERSION,
+    SELF_REPORTED,
+    load_probe,
+    load_runs,
+)
 
-__all__ = ["PROBE_FILE", "PROBE_FORMAT_VERSION", "ReportSummary", "build_report", "load_probe",
-           "load_run", "load_runs"]
+__all__ = ["PROBE_FILE", "PROBE_FORMAT_VERSION", "SELF_REPORTED", "ReportSummary",
+           "build_report", "load_probe", "load_run", "load_runs"]

@@ -50,6 +50,8 @@ BCA, ORACLE, PC_KCI = "bca", "oracle", "pc-kci"
 #: ``guided-start`` policy): the PC-KCI reference of a report without a ``pc-kci`` run
 GUIDED_START = "guided-start"
 REFERENCE_POLICIES = (BCA, ORACLE, PC_KCI, GUIDED_START)
+#: a run's ``attribution`` when its policy and model are only its files' claim (an imported log)
+SELF_REPORTED = "self-reported"
 
 
 def run_names(paths: Sequence[Path]) -> list[str]:
@@ -297,6 +299,9 @@ def _assign_labels(arms: list[Arm]) -> None:
         for number, arm in enumerate(group, start=1):  # two arms must never share a label
             if labels.count(arm.label) > 1:
                 arm.label = f"{arm.label} #{number}"
+    for arm in arms:  # an imported log's policy and model are its claim
+        if self_reported(arm):
+            arm.label = f"{arm.label} (self-reported)"
 
 
 def build_arms(runs: Sequence[RunDirectory]) -> list[Arm]:
@@ -397,6 +402,7 @@ def load_runs(paths: Sequence[str | os.PathLike], allow_mixed: bool = False) -> 
                  for arm in arms if arm.errored()]
     warnings += [f"{arm.label}: {note}" for arm in arms
                  for note in dict.fromkeys(n for e in arm.episodes_of() for n in e.notes)]
+    warnings += [self_reported_text(arm) for arm in arms if self_reported(arm)]
     if unverified:
         warnings.insert(0, unverified_text(unverified))
     return LoadedRuns(runs, arms, warnings, question_runs, unverified)
@@ -411,6 +417,20 @@ def salt_available(run: RunDirectory) -> bool:
         return run_salt(run) is not None
     except HeuresisError:
         return False
+
+
+def self_reported(arm: Arm) -> bool:
+    """Whether an arm's policy and model are only what its files claim (an imported log)."""
+    return any(run.config.get("attribution") == SELF_REPORTED for run in arm.runs)
+
+
+def self_reported_text(arm: Arm) -> str:
+    """Why an imported arm's attribution is the log's claim (issue 46, route 9)."""
+    models = sorted({str((run.config.get("inspect") or {}).get("model")) for run in arm.runs})
+    return (f"{arm.label}: SELF-REPORTED attribution: imported from an inspect log, whose "
+            f"policy name ({arm.policy!r}) and model ({', '.join(models)}) are the log's claim, "
+            "which anyone can edit; its scores were computed again by the referee, who played "
+            "them was not")
 
 
 def unverified_text(paths: Sequence[str]) -> str:

@@ -17,7 +17,7 @@ from inspect_ai import Task, task
 from inspect_ai._util.package import get_installed_package_name
 
 from agents.inspect_task import causal_discovery_task, episode_settings, question_task
-from agents.qa.llm import MAX_ITERATIONS
+from agents.qa import MAX_ITERATIONS
 from heuresis_env.budgets import (
     DEFAULT_MAX_SECONDS,
     DEFAULT_MAX_STEPS,

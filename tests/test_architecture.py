@@ -13,12 +13,21 @@ namespace of the inspect tasks) with :mod:`ast` (nothing is imported) and checks
   the ``run`` function of a command module of ``agents`` (``heuresis --help`` reads every
   command's arguments, and must not load torch or the environment to do it);
 - ``agents``, ``baselines`` and ``heuresis`` use ``heuresis_env`` through its public subpackage
-  APIs; nothing but ``heuresis`` imports ``heuresis``.
+  APIs; nothing but ``heuresis`` imports ``heuresis``;
+- one rule for the faces (``__init__.py``) of ``agents``, ``baselines`` and ``heuresis``: a
+  face re-exports light names (importing it, in a fresh interpreter, loads neither torch nor
+  the evaluation stage), a lazy face is lazy in the one way of :mod:`agents.faces`, no public
+  name hides a module of its package, and no module imports another subpackage's modules
+  past its face.
 """
 
 from __future__ import annotations
 
 import ast
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import networkx as nx
@@ -67,10 +76,20 @@ def modules() -> dict[str, Path]:
 MODULES = modules()
 
 
+def lazy_exports(tree: ast.Module) -> dict[str, str] | None:
+    """A lazy face's ``_EXPORTS`` table (public name → module of the package), or None."""
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "_EXPORTS"):
+            return ast.literal_eval(node.value)
+    return None
+
+
 def bound_names(path: Path) -> set[str]:
-    """Names a package's ``__init__`` binds at module level (its public face)."""
+    """Names a package's ``__init__`` binds at module level (its public face), the names of
+    a lazy face's ``_EXPORTS`` table included."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    names: set[str] = set()
+    names: set[str] = set(lazy_exports(tree) or ())
     for node in tree.body:
         if isinstance(node, ast.Import | ast.ImportFrom):
             names.update(alias.asname or alias.name.split(".")[0] for alias in node.names)
@@ -208,6 +227,103 @@ def test_only_inspect_reaches_the_inspect_namespace():
     the project never imports it."""
     bad = [f"{a}:{line} imports {b}" for a, b, _, line in EDGES
            if b.split(".")[0] == "heuresis" and a.split(".")[0] != "heuresis"]
+    assert not bad, "\n".join(bad)
+
+
+#: the faces the rule for faces covers (heuresis_env's rooms have the stage rules above)
+OUTER_FACES = sorted(name for name, path in MODULES.items()
+                     if path.name == "__init__.py" and name.split(".")[0] != "heuresis_env")
+#: what importing a face must not load: torch, and the evaluation stage
+HEAVY = ("torch", "heuresis_env.evaluation")
+
+
+@pytest.mark.parametrize("face", OUTER_FACES)
+def test_a_face_loads_neither_torch_nor_the_evaluation_stage(face):
+    """Imported in a fresh interpreter (nothing else loaded first), as the ``heuresis``
+    command, an entry point or another package imports it."""
+    code = (f"import sys, json, importlib; importlib.import_module({face!r}); "
+            f"print(json.dumps([m for m in {list(HEAVY)!r} if m in sys.modules]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, timeout=300,
+                          env={**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    assert not loaded, (f"import {face} loads {loaded}: load those names lazily "
+                        "(agents/faces.py says how)")
+
+
+def test_no_module_reaches_past_another_subpackages_face():
+    """``agents``, ``baselines`` and ``heuresis`` import another subpackage through its face
+    (``from agents.llm import LLMPolicy``, not ``from agents.llm.policy import LLMPolicy``);
+    their top-level modules (``agents.checks``, ``baselines.policies``) are public whole."""
+    bad = []
+    for a, b, _, line in EDGES:
+        if b.split(".")[0] == "heuresis_env" or MODULES[b].name == "__init__.py":
+            continue
+        package = b.rpartition(".")[0]
+        if "." in package and a != package and not a.startswith(package + "."):
+            bad.append(f"{a}:{line} imports {b}: import its names from {package}")
+    assert not bad, "\n".join(bad)
+
+
+def type_checking_imports(tree: ast.Module) -> dict[str, str]:
+    """Name → module of the imports under a face's ``if TYPE_CHECKING:``."""
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for child in node.body:
+                if isinstance(child, ast.ImportFrom):
+                    found.update({alias.asname or alias.name: child.module or ""
+                                  for alias in child.names})
+    return found
+
+
+@pytest.mark.parametrize("face", OUTER_FACES)
+def test_a_lazy_face_is_lazy_the_one_way(face):
+    """A face that loads its names on first use does it through ``agents.faces.lazy_face``
+    from an ``_EXPORTS`` table the ``TYPE_CHECKING`` imports repeat name for name; no face
+    swaps its module's class; no public name is also a module of the package (importing that
+    module would bind it on the package in the name's place)."""
+    tree = ast.parse(MODULES[face].read_text(encoding="utf-8"))
+    source = ast.unparse(tree)
+    assert "__class__" not in source, f"{face} changes its module's class"
+    submodules = {m.rpartition(".")[2] for m in MODULES if m.rpartition(".")[0] == face}
+    hidden = sorted(FACES[face] & submodules)
+    assert not hidden, f"{face} exports names that are also its modules: {hidden}"
+    exports = lazy_exports(tree)
+    defines = [node for node in tree.body if "__getattr__" in {
+        getattr(n, "id", getattr(n, "name", None)) for n in ast.walk(node)}]
+    if exports is None:
+        assert not defines, f"{face} has a __getattr__ but no _EXPORTS table"
+        return
+    one_way = [node for node in defines if isinstance(node, ast.Assign)
+               and ast.unparse(node.targets[0]) == "(__getattr__, __dir__)"
+               and isinstance(node.value, ast.Call)
+               and ast.unparse(node.value.func) == "lazy_face"
+               and [ast.unparse(arg) for arg in node.value.args] == ["__name__", "_EXPORTS"]]
+    assert len(defines) == len(one_way) == 1, (
+        f"{face}: a lazy face gets its __getattr__ one way: "
+        "`__getattr__, __dir__ = lazy_face(__name__, _EXPORTS)` (agents/faces.py)")
+    assert type_checking_imports(tree) == {
+        name: f"{face}.{module}" for name, module in exports.items()}, (
+        f"{face}: the TYPE_CHECKING imports and _EXPORTS differ")
+    assert set(exports.values()) <= submodules
+    public = next(ast.literal_eval(node.value) for node in tree.body
+                  if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "__all__")
+    own = {node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.ClassDef)}
+    assert set(exports) <= set(public) <= set(exports) | own, (
+        f"{face}: __all__ is the _EXPORTS names (and the face's own functions)")
+
+
+def test_tests_take_only_main_from_a_main_module():
+    """A ``__main__`` module is a command's door (its ``main``); the library it runs lives in
+    importable modules (``cli``, ``commands``), which is where tests import it from."""
+    bad = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("__main__"):
+                bad += [f"{path.relative_to(ROOT)}:{node.lineno} imports {alias.name} from "
+                        f"{node.module}" for alias in node.names if alias.name != "main"]
     assert not bad, "\n".join(bad)
 
 

@@ -12,17 +12,23 @@ referee's scores, and inspect logs converted to and from run directories.
   ``heuresis export-inspect``; :mod:`~agents.inspect_task.demo` — ``heuresis inspect-demo``.
 
 Needs the ``inspect`` extra (``pip install -e '.[inspect]'``). The names below load on first
-use, so the commands' modules (``cli_*``), which ``heuresis --help`` imports, do not import
-inspect_ai. See ``docs/inspect.md``.
+use (:mod:`agents.faces`), so the commands' modules (``cli_*``), which ``heuresis --help``
+imports, do not import inspect_ai. See ``docs/inspect.md``.
 """
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agents.faces import lazy_face
 from heuresis_env.errors import HeuresisError
+
+if TYPE_CHECKING:  # what type checkers see; at run time each name loads on first use
+    from agents.inspect_task.backend import InspectChatBackend, inspect_messages, inspect_tools
+    from agents.inspect_task.scorer import heuresis_graph_scorer, heuresis_question_scorer
+    from agents.inspect_task.solver import heuresis_agent, policy_name
+    from agents.inspect_task.tasks import causal_discovery_task, episode_settings, question_task
 
 #: public name → the module of this package that defines it
 _EXPORTS = {
@@ -32,15 +38,11 @@ _EXPORTS = {
     "causal_discovery_task": "tasks", "episode_settings": "tasks", "question_task": "tasks",
 }
 
-__all__ = ["InspectChatBackend", "causal_discovery_task", "episode_settings", "heuresis_agent",
-           "heuresis_graph_scorer", "heuresis_question_scorer", "inspect_messages",
-           "inspect_tools", "policy_name", "question_task", "require_inspect"]
-
-if TYPE_CHECKING:
-    from agents.inspect_task.backend import InspectChatBackend, inspect_messages, inspect_tools
-    from agents.inspect_task.scorer import heuresis_graph_scorer, heuresis_question_scorer
-    from agents.inspect_task.solver import heuresis_agent, policy_name
-    from agents.inspect_task.tasks import causal_discovery_task, episode_settings, question_task
+__all__ = [
+    "InspectChatBackend", "causal_discovery_task", "episode_settings", "heuresis_agent",
+    "heuresis_graph_scorer", "heuresis_question_scorer", "inspect_messages", "inspect_tools",
+    "policy_name", "question_task", "require_inspect",
+]
 
 
 def require_inspect() -> None:
@@ -50,14 +52,4 @@ def require_inspect() -> None:
                             "install the inspect extra (pip install -e '.[inspect]')")
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'agents.inspect_task' has no attribute {name!r}")
-    require_inspect()
-    value = getattr(importlib.import_module(f"agents.inspect_task.{_EXPORTS[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_face(__name__, _EXPORTS, check=require_inspect)

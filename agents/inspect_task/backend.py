@@ -36,9 +36,14 @@ from inspect_ai.model import (
 from inspect_ai.tool import ToolCall as InspectToolCall
 from inspect_ai.tool import ToolInfo, ToolParams
 
-from agents.llm.backends import FATAL_STATUSES, BackendError, DeadlineExceeded
-from agents.llm.messages import ChatReply, ToolCall
-from agents.llm.parsing import split_reasoning
+from agents.llm import (
+    FATAL_STATUSES,
+    BackendError,
+    ChatReply,
+    DeadlineExceeded,
+    ToolCall,
+    split_reasoning,
+)
 from heuresis_env.errors import HeuresisError
 
 __all__ = ["PROVIDER_CONTENT_TYPE", "InspectChatBackend", "chat_reply", "inspect_messages",

@@ -20,7 +20,7 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog
 from inspect_ai.model import get_model
 
-from agents.llm.server import HEURISTIC_MODEL_NAME, ChatServer, HeuristicModel
+from agents.llm import HEURISTIC_MODEL_NAME, ChatServer, HeuristicModel
 from heuresis_env.errors import HeuresisError
 
 __all__ = ["LOOPBACK_MODEL", "TASK", "loopback_eval", "view_logs"]

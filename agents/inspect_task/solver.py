@@ -32,8 +32,8 @@ from inspect_ai.model import ModelOutput, get_model
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from agents.inspect_task.backend import InspectChatBackend, inspect_messages
-from agents.llm.policy import LLMPolicy
-from agents.qa.llm import MAX_ITERATIONS, QuestionLLMPolicy
+from agents.llm import LLMPolicy
+from agents.qa import MAX_ITERATIONS, QuestionLLMPolicy
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evaluation import (
     EpisodeRunner,

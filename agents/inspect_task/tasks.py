@@ -24,8 +24,8 @@ from inspect_ai.dataset import Sample
 
 from agents.inspect_task.scorer import heuresis_graph_scorer, heuresis_question_scorer
 from agents.inspect_task.solver import heuresis_agent, sealed_salt
-from agents.llm.prompts import check_prompt_level, check_target
-from agents.qa.llm import MAX_ITERATIONS
+from agents.llm import check_prompt_level, check_target
+from agents.qa import MAX_ITERATIONS
 from heuresis_env.budgets import (
     DEFAULT_MAX_SECONDS,
     DEFAULT_MAX_STEPS,

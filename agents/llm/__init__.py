@@ -12,22 +12,42 @@ loop) and :mod:`~agents.llm.server` (the loopback chat server). See ``docs/llm.m
 """
 
 from agents.llm.backends import (
+    FATAL_STATUSES,
     AnthropicBackend,
     BackendError,
     ChatBackend,
+    DeadlineExceeded,
     OpenAIChatBackend,
     ReplayBackend,
     RetrySchedule,
 )
 from agents.llm.connection import Connection, resolve_connection
 from agents.llm.messages import ChatReply, ToolCall
-from agents.llm.parsing import EdgeListError, extract_action, parse_edge_list
-from agents.llm.policy import LLMPolicy, make_heuristic_llm_policy, make_llm_policy
+from agents.llm.parsing import (
+    EdgeListError,
+    ExtractedAction,
+    extract_action,
+    parse_edge_list,
+    split_reasoning,
+)
+from agents.llm.policy import LLMPolicy, PendingCall, make_heuristic_llm_policy, make_llm_policy
 from agents.llm.prices import PriceTable
+from agents.llm.prompts import FINAL_NOT_RUN_MESSAGE, check_prompt_level, check_target
+from agents.llm.server import (
+    HEURISTIC_MODEL_NAME,
+    ChatRequest,
+    ChatServer,
+    HeuristicModel,
+    ScriptedReply,
+    text_reply,
+)
 
 __all__ = [
-    "AnthropicBackend", "BackendError", "ChatBackend", "ChatReply", "Connection",
-    "EdgeListError", "LLMPolicy", "OpenAIChatBackend", "PriceTable", "ReplayBackend",
-    "RetrySchedule", "ToolCall", "extract_action", "make_heuristic_llm_policy",
-    "make_llm_policy", "parse_edge_list", "resolve_connection",
+    "FATAL_STATUSES", "FINAL_NOT_RUN_MESSAGE", "HEURISTIC_MODEL_NAME", "AnthropicBackend",
+    "BackendError", "ChatBackend", "ChatReply", "ChatRequest", "ChatServer", "Connection",
+    "DeadlineExceeded", "EdgeListError", "ExtractedAction", "HeuristicModel", "LLMPolicy",
+    "OpenAIChatBackend", "PendingCall", "PriceTable", "ReplayBackend", "RetrySchedule",
+    "ScriptedReply", "ToolCall", "check_prompt_level", "check_target", "extract_action",
+    "make_heuristic_llm_policy", "make_llm_policy", "parse_edge_list", "resolve_connection",
+    "split_reasoning", "text_reply",
 ]

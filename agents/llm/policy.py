@@ -84,7 +84,7 @@ FINAL_STATUSES = ("edge_list", "edge_list_after_retry", "model_submitted_working
 
 
 @dataclass(frozen=True)
-class _Pending:
+class PendingCall:
     """The last action's origin: the native call to answer, and calls left unrun."""
 
     tool_call_id: str | None
@@ -259,7 +259,7 @@ class LLMPolicy(Policy):
                      else extract_action(reply, self._tool_names))
         self._append(reply.assistant_message())
         action, tidied = self._tidy(extracted.action)
-        self._pending = _Pending(extracted.tool_call_id, extracted.ignored_tool_calls)
+        self._pending = PendingCall(extracted.tool_call_id, extracted.ignored_tool_calls)
         self._event("action", turn=self._turns, steps_left=steps_left, action=action,
                     source=extracted.source, note=extracted.note,
                     edges_normalized=tidied)
@@ -428,7 +428,7 @@ class LLMPolicy(Policy):
         self._cost, self._cost_unknown = 0.0, False
         self._api_retries = self._turns = self._model_calls = self._backend_errors = 0
         self._final_status: str | None = None
-        self._pending: _Pending | None = None
+        self._pending: PendingCall | None = None
         self._slowest_call = self._slowest_step = 0.0
         self._last_act_end: float | None = None
         self._started = 0.0

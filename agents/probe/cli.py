@@ -31,8 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agents.llm import OpenAIChatBackend, make_llm_policy
-    from agents.llm.server import ChatServer
+    from agents.llm import ChatServer, OpenAIChatBackend, make_llm_policy
     from agents.probe import (
         ARMS,
         PROBE_HEURISTIC_MODEL,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from agents.llm.server import ChatRequest, ScriptedReply, text_reply
+from agents.llm import ChatRequest, ScriptedReply, text_reply
 
 #: the stand-in's model name (as the loopback server reports it)
 PROBE_HEURISTIC_MODEL = "heuresis-probe-heuristic"

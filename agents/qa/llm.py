@@ -17,12 +17,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agents.llm.backends import BackendError, ChatBackend
-from agents.llm.messages import ChatReply
-from agents.llm.parsing import EdgeListError, ExtractedAction, extract_action, parse_edge_list
-from agents.llm.policy import LLMPolicy, _Pending, make_llm_policy
-from agents.llm.prices import PriceTable
-from agents.llm.prompts import FINAL_NOT_RUN_MESSAGE
+from agents.llm import (
+    FINAL_NOT_RUN_MESSAGE,
+    BackendError,
+    ChatBackend,
+    ChatReply,
+    EdgeListError,
+    ExtractedAction,
+    LLMPolicy,
+    PendingCall,
+    PriceTable,
+    extract_action,
+    make_llm_policy,
+    parse_edge_list,
+)
 from agents.qa.prompts import final_answer_request, final_answer_retry, question_system_prompt
 from heuresis_env.errors import HeuresisError
 
@@ -143,7 +151,7 @@ class QuestionLLMPolicy(LLMPolicy):
             action: dict[str, Any] = self._idle_action()
         else:
             if read.native_answer:  # the environment's reply becomes this call's result
-                self._pending = _Pending(read.extracted.tool_call_id,
+                self._pending = PendingCall(read.extracted.tool_call_id,
                                          read.extracted.ignored_tool_calls)
             elif read.reply is not None:
                 self._answer_calls(read.reply, FINAL_NOT_RUN_MESSAGE)

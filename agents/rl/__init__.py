@@ -20,23 +20,25 @@ One concept per module, in the order data flows through them:
 - :mod:`~agents.rl.envs` — the training and evaluation environments, their wrappers, and the
   instances' evidence computed beforehand;
 - :mod:`~agents.rl.policy` — :class:`RLPolicy`, :class:`SubmitStartPolicy`, save and load;
-- :mod:`~agents.rl.warm_start` — the warm start from one-step edits;
+- :mod:`~agents.rl.warm_starting` — the warm start from one-step edits;
 - :mod:`~agents.rl.plots` — the learning curve;
-- :mod:`~agents.rl.train` — :func:`train` and its :class:`TrainingReport`.
+- :mod:`~agents.rl.training` — :func:`train` and its :class:`TrainingReport`.
 
-The ``heuresis train`` subcommand is :mod:`agents.cli_train`, outside this package so that
-the ``heuresis`` command does not load torch at start-up. ``docs/rl.md`` gives the evidence
+The ``heuresis train`` subcommand (also ``python -m agents.rl``) reads its arguments in
+:mod:`~agents.rl.cli` and runs :mod:`~agents.rl.commands`. ``docs/rl.md`` gives the evidence
 for each design choice.
 
 Models are saved and read without pickle (:mod:`~agents.rl.model_files`); a
 stable-baselines3 ``model.zip`` is refused (``scripts/convert_models.py rl`` converts a
 trusted one).
+
+The names below load on first use (:mod:`agents.faces`), so that ``agents.rl.policy``'s entry
+points do not load torch before a model is needed.
 """
 
-import sys
-import types
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agents.faces import lazy_face
 
 if TYPE_CHECKING:  # what type checkers see; at run time each name loads on first use
     from agents.rl.envs import (
@@ -82,7 +84,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name loads on firs
         ObservationLayout,
         uses_orientations,
     )
-    from agents.rl.train import (
+    from agents.rl.training import (
         CURVE_FILE,
         DEFAULT_HYPERPARAMETERS,
         REPORT_FILE,
@@ -92,10 +94,9 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name loads on firs
         TrainingReport,
         train,
     )
-    from agents.rl.warm_start import REWARD_SCALE, EditProbes, probe_edits, warm_start
+    from agents.rl.warm_starting import REWARD_SCALE, EditProbes, probe_edits, warm_start
 
-#: each public name and the module that defines it (imported when the name is first used, so
-#: that ``agents.rl.policy``'s entry points do not load torch before a model is needed)
+#: public name → the module of this package that defines it
 _EXPORTS = {
     "ActionMasker": "spaces",
     "FLAT_KEYS": "spaces",
@@ -132,98 +133,34 @@ _EXPORTS = {
     "save": "policy",
     "binned_curve": "plots",
     "plot_learning_curve": "plots",
-    "EditProbes": "warm_start",
-    "REWARD_SCALE": "warm_start",
-    "probe_edits": "warm_start",
-    "warm_start": "warm_start",
-    "CURVE_FILE": "train",
-    "DEFAULT_HYPERPARAMETERS": "train",
-    "EntropySchedule": "train",
-    "LearningCurveCallback": "train",
-    "REPORT_FILE": "train",
-    "SCRATCH_HYPERPARAMETERS": "train",
-    "TrainingReport": "train",
-    "train": "train",
+    "EditProbes": "warm_starting",
+    "REWARD_SCALE": "warm_starting",
+    "probe_edits": "warm_starting",
+    "warm_start": "warm_starting",
+    "CURVE_FILE": "training",
+    "DEFAULT_HYPERPARAMETERS": "training",
+    "EntropySchedule": "training",
+    "LearningCurveCallback": "training",
+    "REPORT_FILE": "training",
+    "SCRATCH_HYPERPARAMETERS": "training",
+    "TrainingReport": "training",
+    "train": "training",
     "read_model": "model_files",
     "write_model": "model_files",
 }
 
 
-class _Package(types.ModuleType):
-    """This package's module type: importing a submodule binds it on the package, but two
-    public functions share their module's name (``train``, ``warm_start``); the function
-    keeps the name, as it did when this package imported everything eagerly."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if isinstance(value, types.ModuleType) and _EXPORTS.get(name) == name:
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agents.rl' has no attribute {name!r}")
-    value = getattr(import_module(f"agents.rl.{module}"), name)
-    globals()[name] = value
-    return value
-
-
 __all__ = [
-    "ALGORITHMS",
-    "ARCHITECTURES",
-    "CONFIG_FILE",
-    "CURVE_FILE",
-    "DEFAULT_HYPERPARAMETERS",
-    "FLAT_KEYS",
-    "MODEL_FILE",
-    "OBSERVATION_KEYS",
-    "PAIR_OUTPUTS",
-    "P_VALUE_COLUMNS",
-    "REPAIR_P_VALUE_COLUMNS",
-    "REPORT_FILE",
-    "REWARD_SCALE",
-    "SCRATCH_HYPERPARAMETERS",
-    "DEFAULT_MODEL",
-    "SHIPPED_MODELS",
-    "SHIPPED_MODEL_DIR",
-    "ActionMasker",
-    "EditProbes",
-    "EntropySchedule",
-    "FamilyMix",
-    "LearningCurveCallback",
-    "ObservationLayout",
-    "PairActionHead",
-    "PairwiseExtractor",
-    "PairwiseLatent",
-    "PairwiseMaskablePolicy",
-    "PairwisePolicy",
-    "RLPolicy",
-    "RepairActionMask",
-    "StepCost",
-    "SubmitAsPass",
-    "SubmitStartPolicy",
-    "TrainingReport",
-    "binned_curve",
-    "environment_kwargs",
-    "evaluate_policy",
-    "load",
-    "make_training_env",
-    "plot_learning_curve",
-    "policy_config",
-    "probe_edits",
-    "read_model",
-    "save",
-    "train",
-    "uses_orientations",
-    "warm_evidence",
-    "warm_start",
-    "write_model",
+    "ALGORITHMS", "ARCHITECTURES", "ActionMasker", "CONFIG_FILE", "CURVE_FILE",
+    "DEFAULT_HYPERPARAMETERS", "DEFAULT_MODEL", "EditProbes", "EntropySchedule", "FLAT_KEYS",
+    "FamilyMix", "LearningCurveCallback", "MODEL_FILE", "OBSERVATION_KEYS", "ObservationLayout",
+    "PAIR_OUTPUTS", "P_VALUE_COLUMNS", "PairActionHead", "PairwiseExtractor", "PairwiseLatent",
+    "PairwiseMaskablePolicy", "PairwisePolicy", "REPAIR_P_VALUE_COLUMNS", "REPORT_FILE",
+    "REWARD_SCALE", "RLPolicy", "RepairActionMask", "SCRATCH_HYPERPARAMETERS", "SHIPPED_MODELS",
+    "SHIPPED_MODEL_DIR", "StepCost", "SubmitAsPass", "SubmitStartPolicy", "TrainingReport",
+    "binned_curve", "environment_kwargs", "evaluate_policy", "load", "make_training_env",
+    "plot_learning_curve", "policy_config", "probe_edits", "read_model", "save", "train",
+    "uses_orientations", "warm_evidence", "warm_start", "write_model",
 ]
 
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_face(__name__, _EXPORTS)

@@ -1,4 +1,4 @@
-"""Training (agents.rl.train): bad input refused clearly, and (slow) the acceptance: a policy
+"""Training (agents.rl.training): bad input refused clearly, and (slow) the acceptance: a policy
 trained for minutes beats the guided start (PC-KCI) on wild."""
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def test_ppo_training_says_how_far_it_is_and_the_time_left():
     lines with the share done and an estimate of the time left; no bar frame is drawn."""
     import sb3_contrib
 
-    from agents.rl.train import LearningCurveCallback, TrainingProgress
+    from agents.rl.training import LearningCurveCallback, TrainingProgress
 
     env = gym.make(env_id("lg"), interface="rl", d=4, n=200, max_steps=10)
     model = sb3_contrib.MaskablePPO("MultiInputPolicy", env, n_steps=32, batch_size=16,

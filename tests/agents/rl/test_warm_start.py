@@ -1,4 +1,4 @@
-"""The warm start (agents.rl.warm_start): probed rewards are each single edit's F1 change, and
+"""The warm start (agents.rl.warm_starting): probed rewards are each single edit's F1 change, and
 the fitted policy acts on them."""
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ bootstrap, and write ``model.npz`` + ``model.json`` (the network, no pickle), ``
 Training pays the change in adjacency F1 of every edit (``reward="shaped"``); submit is a
 pass and the policy neither orients under ``target="none"`` nor undoes its own edits
 (:mod:`agents.rl.envs`); by default the policy starts from the warm start
-(:mod:`agents.rl.warm_start`). ``docs/rl.md`` gives the evidence for each choice.
+(:mod:`agents.rl.warm_starting`). ``docs/rl.md`` gives the evidence for each choice.
 
 Randomness: our own draws come from explicit generators; stable-baselines3 seeds torch and
 its own minibatch shuffling from ``seed`` (it uses NumPy's global generator internally).
@@ -44,7 +44,7 @@ from agents.rl.policy import (
     policy_config,
     save,
 )
-from agents.rl.warm_start import probe_edits, warm_start
+from agents.rl.warm_starting import probe_edits, warm_start
 from heuresis_env.env import RL_OPERATIONS
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evidence import EVIDENCE_VERSION

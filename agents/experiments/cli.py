@@ -2,7 +2,7 @@
 on the experiment simulator (:func:`agents.experiments.rl.train`); rerunning the same
 command reuses every record already collected (``--work``), so an interrupted run resumes.
 
-Like :mod:`agents.cli_train`, it imports the RL stack only in :func:`run`.
+Like :mod:`agents.rl.cli`, it imports the RL stack only in :func:`run`.
 """
 
 from __future__ import annotations

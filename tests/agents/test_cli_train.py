@@ -1,15 +1,17 @@
-"""``heuresis train`` (agents.cli_train): trains, evaluates and writes every file."""
+"""``heuresis train`` (agents.rl.cli): trains, evaluates and writes every file."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
-from agents import cli_train
 from agents.rl import SubmitStartPolicy, evaluate_policy, load
+from agents.rl import cli as cli_train
 from heuresis_env.generation import BENCHMARK_FAMILIES
 from heuresis_env.policy import EpisodeSettings
 from heuresis_env.threads import available_cpus
@@ -65,3 +67,11 @@ def test_cli_trains_one_policy_over_all_six_families(tmp_path):
     for family, row in report["per_family"].items():
         result = evaluate_policy(policy, family, "test", [0], settings, **TINY)[0]
         assert result.scores["f1"] == row["policy_f1"][0], family
+
+
+def test_python_m_agents_rl_is_the_same_command():
+    """``python -m agents.rl`` reads the arguments of ``heuresis train`` (agents/rl/cli.py)
+    and, for --help, loads neither torch nor the RL stack."""
+    done = subprocess.run([sys.executable, "-m", "agents.rl", "--help"], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0 and "--family" in done.stdout and "--warm-start" in done.stdout

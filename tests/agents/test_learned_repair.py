@@ -3,6 +3,10 @@ the offline decision, and (slow) it beats the guided start on held-out instances
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -20,6 +24,7 @@ from agents.learned_repair import (
     train_classifier,
 )
 from agents.rl import SubmitStartPolicy
+from heuresis_env.cli import main
 from heuresis_env.errors import HeuresisError
 from heuresis_env.policy import EpisodeSettings, run_episode
 from heuresis_env.registration import env_id, register_envs
@@ -120,3 +125,19 @@ def test_an_rl_report_is_compared_instance_by_instance(trained):
         compare_with_rl(result, {**report, "start_f1": [s - 0.1 for s in start]})
     with pytest.raises(HeuresisError, match="larger --count"):
         compare_with_rl(result, {**report, "test_indices": [0, 1, 5]})
+
+
+def test_the_command_trains_and_evaluates_through_heuresis_and_python_m(trained, tmp_path,
+                                                                        capsys):
+    """``heuresis learned-repair`` and ``python -m agents.learned_repair`` are one command
+    (agents/learned_repair/cli.py): --evaluate SPLIT scores a model, the full result as JSON;
+    without --out or --evaluate it says what is missing and exits 2."""
+    out, _ = trained
+    result = tmp_path / "dev.json"
+    assert main(["learned-repair", "--evaluate", "dev", "--model", str(out), "--families",
+                 "wild", "--count", "2", "--d", "5", "--n", "200", "--json", str(result)]) == 0
+    assert "| wild |" in capsys.readouterr().out
+    assert json.loads(result.read_text(encoding="utf-8"))["split"] == "dev"
+    done = subprocess.run([sys.executable, "-m", "agents.learned_repair", "--families", "wild"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "--out is needed to train" in done.stderr

@@ -1,19 +1,15 @@
-"""``heuresis train``: train a repair policy on the RL view of a family's development
-instances (guided: starting from PC-KCI's output), evaluate it against the guided start on
-test instances, and save the model, its report and a learning curve (:func:`agents.rl.train`).
-
-This module lives outside :mod:`agents.rl` and imports it only in :func:`run`: the ``heuresis``
-command imports every subcommand module to build its parser, and importing ``agents.rl``
-loads torch and stable-baselines3 (2.7 times the CPU time of ``heuresis --help``, and
-106 → 292 MiB). That ``import`` in :func:`run` is the one import inside a function in
-``agents`` that names a project module: it is the door to the optional RL stack.
+"""``heuresis train`` (also ``python -m agents.rl``): train a repair policy on the RL view of
+a family's development instances (guided: starting from PC-KCI's output), evaluate it against
+the guided start on test instances, and save the model, its report and a learning curve
+(:func:`agents.rl.train`). The command is :func:`agents.rl.commands.train_command`, imported
+in :func:`run`: the ``heuresis`` command imports every subcommand module to build its parser,
+and the RL stack loads torch and stable-baselines3 (2.7 times the CPU time of
+``heuresis --help``, and 106 → 292 MiB).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
 HELP = "Train an RL repair policy (MaskablePPO or PPO) and evaluate it against the guided start."
 
@@ -58,35 +54,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agents.rl import train  # the RL stack (torch, stable-baselines3) loads here
+    from agents.rl.commands import train_command  # torch and stable-baselines3 load here
 
-    def say(message: str) -> None:
-        print(f"[heuresis train] {message}", file=sys.stderr, flush=True)
-
-    report = train(family=args.family, algo=args.algo, steps=args.steps, out_dir=args.out,
-                   seed=args.seed, n_envs=args.n_envs, dev_count=args.dev_count,
-                   test_count=args.test_count, d=args.d, n=args.n, max_steps=args.max_steps,
-                   target=args.target, architecture=args.architecture,
-                   step_cost=args.step_cost, workers=args.workers,
-                   vectorization=args.vectorization, n_resamples=args.resamples,
-                   warm_start_edits=args.warm_start, progress=say)
-    if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
-    else:
-        print(report.summary())
-        print("policy actions per episode: " + ", ".join(
-            f"{k} {v:.1f}" for k, v in report.policy_actions.items()))
-        warm = report.warm_start
-        if warm["used"]:
-            diff = warm["f1_difference"]
-            print(f"warm start alone ({warm['steps']} probe steps, {warm['seconds']:.0f} s): "
-                  f"difference {diff['mean']:+.3f} [{diff['low']:+.3f}, {diff['high']:+.3f}]")
-        print(f"evidence {report.evidence_seconds:.0f} s, training "
-              f"{report.training_seconds:.0f} s, evaluation {report.evaluation_seconds:.0f} s")
-        for name, row in report.per_family.items():
-            diff = row["f1_difference"]
-            print(f"  {name}: difference {diff['mean']:+.3f} [{diff['low']:+.3f}, "
-                  f"{diff['high']:+.3f}]")
-        for name, path in report.files.items():
-            print(f"{name}: {path}")
-    return 0
+    return train_command(args)

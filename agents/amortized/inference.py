@@ -132,8 +132,10 @@ class Decoded:
 
 
 def decode(p: np.ndarray, skeleton: str = "f1", orient: str = "dag", margin: float = 0.2,
-           exclusive: bool = True) -> Decoded:
-    """The graph of P(i → j) ``p`` (the module docstring); never a directed cycle."""
+           exclusive: bool = True, given: np.ndarray | None = None) -> Decoded:
+    """The graph of P(i → j) ``p`` (the module docstring); never a directed cycle. ``given``
+    (a symmetric boolean matrix) fixes the skeleton instead of the rule — e.g. the first
+    model's adjacency decisions — and the model only orients it."""
     if skeleton not in SKELETON_RULES:
         raise HeuresisError(f"skeleton rule must be one of {SKELETON_RULES}, got {skeleton!r}")
     if orient not in ORIENTATIONS:
@@ -141,7 +143,12 @@ def decode(p: np.ndarray, skeleton: str = "f1", orient: str = "dag", margin: flo
     p = np.asarray(p, dtype=np.float64)
     d = p.shape[0]
     q = adjacency_probabilities(p, exclusive)
-    if skeleton == "f1":
+    if given is not None:
+        selected = np.asarray(given, dtype=bool) & ~np.eye(d, dtype=bool)
+        if selected.shape != (d, d) or not np.array_equal(selected, selected.T):
+            raise HeuresisError("a given skeleton must be a symmetric d × d boolean matrix")
+        expected = float("nan")
+    elif skeleton == "f1":
         selected, expected = select_edges(q)
     else:
         none = 1.0 - q

@@ -69,7 +69,8 @@ def score_directed(models: Mapping[str, DirectedModel | AviciModel],
     """Every model decoded by every (skeleton, orient) rule, and the references, per key.
     An arm is named ``model:skeleton-orient`` (e.g. ``full:f1-dag``). With ``first_model``,
     the first amortized model's unguided graph (its expected-F1 selection, PC-KCI's
-    orientations, target none) is the arm ``v1``."""
+    orientations, target none) is the arm ``v1``, and each model's orientation of v1's
+    skeleton the arm ``model:v1-skeleton``."""
     bca = dict(bca) if bca is not None else bca_choices(BCA_FILE)
     out = []
     for count, key in enumerate(keys, 1):
@@ -78,6 +79,14 @@ def score_directed(models: Mapping[str, DirectedModel | AviciModel],
         truth = truth_graph.skeleton()
         names = instance.names
         record = DirectedScore(key.family, key.split, key.index, instance.d)
+        first_skeleton = None
+        if first_model is not None:
+            grid = evidence_grid(instance.X, names, instance.sha256)
+            plan = AmortizedPolicy(first_model).plan(grid, first_model.probabilities(
+                grid.pairs, grid.nodes))
+            first_graph = graph_from_edge_lines(names, plan[0]["args"]["edges"])
+            first_skeleton = first_graph.skeleton().astype(bool)
+            record.scores["v1"] = _compact(score_graph(first_graph, truth_graph))
         best = {}
         for label, model in models.items():
             p = edge_probabilities(model, instance.X, names, instance.sha256, tta=tta)
@@ -86,6 +95,10 @@ def score_directed(models: Mapping[str, DirectedModel | AviciModel],
             for skeleton, orient in rules:
                 decoded = decode(p, skeleton, orient, exclusive=exclusive)
                 record.scores[f"{label}:{skeleton}-{orient}"] = _compact(
+                    score_graph(decoded.graph(names), truth_graph))
+            if first_skeleton is not None:  # the first model's adjacency, this model's arrows
+                decoded = decode(p, exclusive=exclusive, given=first_skeleton)
+                record.scores[f"{label}:v1-skeleton"] = _compact(
                     score_graph(decoded.graph(names), truth_graph))
         record.best_cut = best.get(next(iter(models)), float("nan")) if models else float("nan")
         for label, value in best.items():
@@ -111,12 +124,6 @@ def score_directed(models: Mapping[str, DirectedModel | AviciModel],
             for i, j in zip(*np.nonzero(missing), strict=True):
                 oracle.add_undirected(names[i], names[j])
             record.scores["oracle"] = _compact(score_graph(oracle, truth_graph))
-        if first_model is not None:
-            grid = evidence_grid(instance.X, names, instance.sha256)
-            plan = AmortizedPolicy(first_model).plan(grid, first_model.probabilities(
-                grid.pairs, grid.nodes))
-            graph = graph_from_edge_lines(names, plan[0]["args"]["edges"])
-            record.scores["v1"] = _compact(score_graph(graph, truth_graph))
         out.append(record)
         if progress is not None and (count % 20 == 0 or count == len(keys)):
             progress(f"{count} of {len(keys)} instances scored")

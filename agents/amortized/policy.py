@@ -164,27 +164,41 @@ class DirectedPolicy(Policy):
     interface = "text"
 
     def __init__(self, model: DirectedModel | AviciModel, record: dict[str, Any] | None = None,
-                 skeleton: str = "f1", tta: int = 4):
+                 skeleton: str = "f1", tta: int = 4, first_model: GridModel | None = None):
+        if skeleton not in ("f1", "shd", "first-model"):
+            raise HeuresisError(f"skeleton must be f1, shd or first-model, got {skeleton!r}")
+        if skeleton == "first-model" and first_model is None:
+            first_model, _ = load_model(SHIPPED_MODEL)
         self.model = model
         self.record = record or {}
         self.skeleton = skeleton
         self.tta = int(tta)
+        self.first_model = first_model
         self._reads_statistics = isinstance(model, DirectedModel) and model.config.statistics
         self.reset(None, {})
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
-        self._stage = "statistics" if self._reads_statistics else "rows"
+        self._stage = "grid" if self.skeleton == "first-model" else (
+            "statistics" if self._reads_statistics else "rows")
         self._statistics: dict[str, Any] | None = None
+        self._given: np.ndarray | None = None
         self._plan: list[dict[str, Any]] = []
         self.decisions: list[dict[str, Any]] = []
 
     def act(self, observation: Any, info: dict[str, Any]) -> Any:
+        if self._stage == "grid":  # the first model decides adjacency from the grid
+            self._stage = "statistics" if self._reads_statistics else "rows"
+            return {"tool": "evidence_grid", "args": {}}
         if self._stage == "statistics":
+            if self.first_model is not None and self._given is None:
+                self._given = self._first_skeleton(info)
             self._stage = "rows"
             return {"tool": "pair_statistics", "args": {}}
         if self._stage == "rows":
             if self._reads_statistics:
                 self._statistics = self._read(info, "pair_statistics")
+            elif self.first_model is not None and self._given is None:
+                self._given = self._first_skeleton(info)
             self._stage = "plan"
             return {"tool": "sample_rows", "args": {"count": ROWS_ASKED}}
         if self._stage == "plan":
@@ -194,8 +208,9 @@ class DirectedPolicy(Policy):
             p = probabilities_from_rows(self.model, np.asarray(rows["rows"], dtype=np.float64),
                                         names, self._statistics, tta=self.tta)
             target = str(getattr(self.settings, "target", "none"))
-            decoded = decode(p, self.skeleton, "cpdag" if target == "cpdag" else "dag",
-                             exclusive=isinstance(self.model, DirectedModel))
+            decoded = decode(p, "f1" if self.skeleton == "first-model" else self.skeleton,
+                             "cpdag" if target == "cpdag" else "dag",
+                             exclusive=isinstance(self.model, DirectedModel), given=self._given)
             edges = decoded.graph(names).to_text().splitlines() if decoded.skeleton.any() else []
             self.decisions = [{"pair": [names[i], names[j]],
                                "forward": float(p[i, j]), "backward": float(p[j, i])}
@@ -207,6 +222,14 @@ class DirectedPolicy(Policy):
 
     def plan(self, edges: list[str]) -> list[dict[str, Any]]:
         return [{"tool": "submit", "args": {"edges": edges}}]
+
+    def _first_skeleton(self, info: dict[str, Any]) -> np.ndarray:
+        """The first model's expected-F1 selection from the evidence grid's rows."""
+        assert self.first_model is not None
+        data = self._read(info, "evidence_grid")
+        grid = EvidenceGrid.from_rows(data.get("rows") or [], data.get("nodes") or [])
+        selected, _ = select_edges(self.first_model.probabilities(grid.pairs, grid.nodes))
+        return selected
 
     def _read(self, info: dict[str, Any], tool: str) -> dict[str, Any]:
         if info.get("error") is not None:
@@ -241,27 +264,31 @@ def _load(cls: type[_GridPolicy], path: str | Path | None) -> _GridPolicy:
     return cls(model, record)
 
 
-def _load_directed(cls: type[DirectedPolicy], path: str | Path | None, name: str
-                   ) -> DirectedPolicy:
+def _load_directed(cls: type[DirectedPolicy], path: str | Path | None, name: str,
+                   skeleton: str, tta: int | str) -> DirectedPolicy:
     where = Path(SHIPPED_DIRECTED if path is None else path)
     if path is None and not (where / "model.json").exists():
         raise HeuresisError(f"no directed model is shipped yet ({where}); train one "
                             "(docs/amortized.md) and pass its folder as the policy's path")
     model, record = load_directed(where)
-    policy = cls(model, record)
+    policy = cls(model, record, skeleton=skeleton, tta=int(tta))
     policy.name = name
     return policy
 
 
-def load_directed_policy(path: str | Path | None = None) -> DirectedPolicy:
+def load_directed_policy(path: str | Path | None = None, skeleton: str = "first-model",
+                         tta: int | str = 4) -> DirectedPolicy:
     """The ``amortized-v2`` policy (entry point), with the shipped directed model unless
-    ``path``."""
-    return _load_directed(DirectedPolicy, path, "amortized-v2")
+    ``path``: by default the first model decides adjacency (``skeleton=first-model``, the
+    design study's choice on dev) and the directed model orients; ``skeleton=f1`` or ``shd``
+    lets the directed model decide both."""
+    return _load_directed(DirectedPolicy, path, "amortized-v2", skeleton, tta)
 
 
-def load_directed_repair_policy(path: str | Path | None = None) -> DirectedPolicy:
-    """The ``amortized-repair-v2`` policy (entry point)."""
-    return _load_directed(DirectedRepairPolicy, path, "amortized-repair-v2")
+def load_directed_repair_policy(path: str | Path | None = None, skeleton: str = "first-model",
+                                tta: int | str = 4) -> DirectedPolicy:
+    """The ``amortized-repair-v2`` policy (entry point): as ``amortized-v2``, guided."""
+    return _load_directed(DirectedRepairPolicy, path, "amortized-repair-v2", skeleton, tta)
 
 
 def load_amortized_v1(path: str | Path | None = None) -> Policy:

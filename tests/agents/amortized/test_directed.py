@@ -265,3 +265,46 @@ def test_a_small_directed_model_trained_from_scratch_beats_pc_kci(tmp_path):
     assert gain["low"] > 0, gain
     shd = summary["m:f1-dag - pc-kci nshd"]
     assert shd["high"] < 0, shd
+
+
+def test_the_shipped_directed_model_is_data_only_checked_and_small():
+    from agents.amortized import SHIPPED_DIRECTED
+
+    model, record = load_directed(SHIPPED_DIRECTED)
+    assert record["architecture"] == "directed" and "interim" in record["provenance"]["status"]
+    size = sum(p.stat().st_size for p in SHIPPED_DIRECTED.iterdir())
+    assert size < 20 * 2**20
+    with np.load(SHIPPED_DIRECTED / "model.npz", allow_pickle=False) as archive:
+        assert all(archive[k].dtype == np.float32 for k in archive.files)
+
+
+def test_the_first_model_decides_adjacency_and_the_directed_model_orients():
+    from agents.amortized import SHIPPED_DIRECTED, load_model
+    from agents.amortized.evaluation import select_edges
+    from agents.amortized.policy import SHIPPED_MODEL
+    from heuresis_env.evidence import evidence_grid
+
+    model, record = load_directed(SHIPPED_DIRECTED)
+    first, _ = load_model(SHIPPED_MODEL)
+    key = InstanceKey("anm", "dev", 1)
+    instance = generate_instance(key)
+    grid = evidence_grid(instance.X, instance.names, instance.sha256)
+    selected, _ = select_edges(first.probabilities(grid.pairs, grid.nodes))
+    p = edge_probabilities(model, instance.X, instance.names, instance.sha256)
+    expected = decode(p, given=selected).graph(instance.names)
+    env = HeuresisEnv("anm", split="dev", guided=True, target="dag", max_steps=10)
+    policy = DirectedRepairPolicy(model, record, skeleton="first-model", first_model=first)
+    policy.configure(EpisodeSettings(guided=True, target="dag"))
+    observation, info = env.reset(options={"index": 1})
+    policy.reset(observation, info)
+    done, tools = False, []
+    while not done:
+        action = policy.act(observation, info)
+        tools.append(action["tool"])
+        observation, _, terminated, truncated, info = env.step(action)
+        done = terminated or truncated
+    assert tools == ["evidence_grid", "pair_statistics", "sample_rows", "set_graph", "submit"]
+    truth = instance.record.require_graph("t")
+    assert info["scores"] == pytest.approx(score_graph(expected, truth))
+    assert np.array_equal(expected.skeleton().astype(bool), selected)
+    assert expected.is_dag()

@@ -113,6 +113,20 @@ def adjacency_f1(predicted: Graph, true: Graph) -> float:
     return adjacency_scores(predicted, true)["f1"]
 
 
+def orientation_accuracy(predicted: Graph, true_dag: Graph) -> float:
+    """Among the true DAG's edges that the output has adjacent, the share the output has as
+    the very same directed edge (an undirected, reversed or circle-marked edge is not); nan
+    when the output has no true edge adjacent. What SHD mixes with the skeleton, alone: the
+    orientation of the edges found."""
+    if true_dag.graph_type() != GraphType.DAG:
+        raise HeuresisError("orientation accuracy compares against a true DAG")
+    marks = _aligned_marks(predicted, true_dag)
+    found = true_dag.directed_adjacency() & (marks != EdgeMark.NONE)
+    correct = found & (marks == EdgeMark.ARROW) & (marks.T == EdgeMark.TAIL)
+    count = int(np.count_nonzero(found))
+    return math.nan if count == 0 else int(np.count_nonzero(correct)) / count
+
+
 def shd(predicted: Graph, true_dag: Graph) -> int:
     """Structural Hamming distance of any output graph to the true DAG.
 
@@ -149,7 +163,8 @@ def shd_cpdag(predicted: Graph, true_cpdag: Graph) -> int:
 
 def score_graph(predicted: Graph, true_dag: Graph,
                 true_cpdag: Graph | None = None) -> dict[str, float]:
-    """Every score of one output: f1, precision, recall, shd, nshd, shd_cpdag, n_edges.
+    """Every score of one output: f1, precision, recall, shd, nshd, shd_cpdag, n_edges and
+    orientation (:func:`orientation_accuracy`).
 
     ``true_cpdag`` defaults to the CPDAG of ``true_dag``; pass the instance's stored CPDAG to
     skip recomputing it. ``n_edges`` is the number of edges in the output. A true graph that
@@ -163,7 +178,8 @@ def score_graph(predicted: Graph, true_dag: Graph,
         return {**{k: adjacency_scores(predicted, true_dag)[k] for k in ("f1", "precision",
                                                                         "recall")},
                 "shd": math.nan, "nshd": math.nan,
-                "shd_cpdag": shd_cpdag(predicted, class_graph), "n_edges": predicted.n_edges()}
+                "shd_cpdag": shd_cpdag(predicted, class_graph), "n_edges": predicted.n_edges(),
+                "orientation": math.nan}
     if true_cpdag is None:
         true_cpdag = cpdag_from_dag(true_dag)
     elif true_cpdag.names != true_dag.names or not np.array_equal(true_cpdag.skeleton(),
@@ -180,6 +196,7 @@ def score_graph(predicted: Graph, true_dag: Graph,
         "nshd": structural_distance / true_dag.d if true_dag.d else math.nan,
         "shd_cpdag": shd_cpdag(predicted, true_cpdag),
         "n_edges": predicted.n_edges(),
+        "orientation": orientation_accuracy(predicted, true_dag),
     }
 
 

@@ -49,7 +49,17 @@ TRUE_DAG = dag(("X1", "X2"), ("X2", "X3"), ("X4", "X3"))
 def test_identical_graphs():
     scores = score_graph(TRUE_DAG.copy(), TRUE_DAG)
     assert scores == {"f1": 1.0, "precision": 1.0, "recall": 1.0, "shd": 0, "nshd": 0.0,
-                      "shd_cpdag": 1, "n_edges": 3}  # X1 → X2 is undirected in the CPDAG
+                      "shd_cpdag": 1, "n_edges": 3,  # X1 → X2 is undirected in the CPDAG
+                      "orientation": 1.0}
+
+
+def test_orientation_accuracy_reads_the_arrows_of_the_true_edges_found():
+    # the true CPDAG finds every true edge and orients two of the three right
+    assert score_graph(cpdag_from_dag(TRUE_DAG), TRUE_DAG)["orientation"] == pytest.approx(2 / 3)
+    reversed_graph = Graph.from_dag(TRUE_DAG.directed_adjacency().T, TRUE_DAG.names)
+    scores = score_graph(reversed_graph, TRUE_DAG)
+    assert scores["orientation"] == 0.0 and scores["f1"] == 1.0
+    assert math.isnan(score_graph(Graph.empty(TRUE_DAG.names), TRUE_DAG)["orientation"])
 
 
 def test_the_true_cpdag_scores_zero_against_the_cpdag_only():

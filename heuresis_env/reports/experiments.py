@@ -1,5 +1,5 @@
-"""The experiments section of a report (issue 44, ``docs/experiments.md``): adjacency F1 and
-SHD against the rows of experiments spent, one curve per policy, beside the observational
+"""The experiments section of a report (issue 44, ``docs/experiments.md``): adjacency F1, SHD
+and orientation accuracy against the rows of experiments spent, one curve per policy, beside the observational
 references (BCA_φ, the oracle, any arm run without an experiment budget).
 
 An arm's point is (mean rows spent per episode, mean score over its instances) with the
@@ -41,7 +41,7 @@ def experiments_table(loaded: LoadedRuns, settings: Settings) -> Table:
     the rows it spent, and its F1 and SHD over every family's instances."""
     table = Table("experiments", "Experiments: F1 and SHD against rows spent",
                   ["policy", "experiment budget (rows)", "rows spent (mean)", "F1", "SHD",
-                   "instances"])
+                   "orientation", "instances"])
     if not any(budget(arm) for arm in loaded.arms):
         return table
     arms = sorted(loaded.arms, key=lambda a: (budget(a) > 0, curve_name(a), budget(a)))
@@ -50,12 +50,17 @@ def experiments_table(loaded: LoadedRuns, settings: Settings) -> Table:
         f1 = report_interval([arm.instance_score(i, "f1") for i in instances], None, settings)
         shd = report_interval([arm.instance_score(i, "shd") for i in instances], None,
                               settings)
+        # orientation accuracy: the share of the true edges found that are oriented right (a
+        # score result lines hold since issue 44; nan for lines written before it)
+        orientation = report_interval([arm.instance_score(i, "orientation") for i in instances],
+                                      None, settings)
         spent = rows_spent(arm)
         table.add([curve_name(arm), budget(arm), fmt(spent, 0), fmt_interval(f1),
-                   fmt_interval(shd, 2), len(instances)],
+                   fmt_interval(shd, 2), fmt_interval(orientation), len(instances)],
                   {"label": curve_name(arm), "arm": arm.label, "budget": budget(arm),
                    "rows_spent": spent, "f1": f1.mean, "f1_low": f1.low, "f1_high": f1.high,
                    "shd": shd.mean, "shd_low": shd.low, "shd_high": shd.high,
+                   "orientation": orientation.mean,
                    "reference": arm.is_reference, "instances": len(instances)})
     table.notes.append(
         "Arms without an experiment budget (rows spent 0) are the observational references; "

@@ -243,7 +243,7 @@ def test_submit_terminates_with_the_f1_reward():
     expected = score_graph(env.unwrapped.working_graph, true_dag("mixed"))
     assert reward == pytest.approx(expected["f1"]) == pytest.approx(info["scores"]["f1"])
     assert set(info["scores"]) == {"f1", "precision", "recall", "shd", "nshd", "shd_cpdag",
-                                   "n_edges"}
+                                   "n_edges", "orientation"}
 
 
 def test_shaped_rewards_sum_to_the_change_in_f1():

@@ -45,7 +45,8 @@ RESULT_FIELDS = {"episode_id", "policy", "family", "split", "index", "repeat",
                  "termination_reason", "wall_seconds", "tokens", "cost_usd", "api_retries",
                  "final_graph", "trace", "transcript", "error", "worker", "ground_truth",
                  "reference", "config_digest"}
-SCORE_FIELDS = {"f1", "precision", "recall", "shd", "nshd", "shd_cpdag", "n_edges"}
+SCORE_FIELDS = {"f1", "precision", "recall", "shd", "nshd", "shd_cpdag", "n_edges",
+                "orientation"}
 CONFIG_FIELDS = {"format_version", "policy", "policy_options", "settings", "split", "families",
                  "count", "repeats", "d", "n", "instance_keys", "salt_digest",
                  "reference", "policy_isolation", "package_versions", "code_version", "created"}

@@ -31,9 +31,6 @@ the weights' SHA-256) and ``model.npz`` (float32 weights, read with ``allow_pick
 
 from __future__ import annotations
 
-import hashlib
-import io
-import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -43,7 +40,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from agents.amortized.model import _AxialBlock, model_inputs
+from agents.amortized.model import (
+    MODEL_JSON,
+    _AxialBlock,
+    load_state,
+    model_inputs,
+    read_model_files,
+    write_model_files,
+)
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evidence import (
     STATISTICS_NODE_FEATURE_NAMES,
@@ -51,13 +55,10 @@ from heuresis_env.evidence import (
     STATISTICS_PAIR_FEATURES,
     STATISTICS_VERSION,
 )
-from heuresis_env.files import atomic_write_bytes
 
 __all__ = ["AviciConfig", "AviciModel", "DirectedConfig", "DirectedModel", "load_directed",
            "row_inputs", "save_directed", "spectral_acyclicity"]
 
-MODEL_JSON = "model.json"
-MODEL_WEIGHTS = "model.npz"
 #: the ordered pair statistics, read for (j, i) as well
 ORDERED = tuple(k for k, f in enumerate(STATISTICS_PAIR_FEATURES) if not f.symmetric)
 INPUT_CLIP = 8.0
@@ -333,38 +334,19 @@ ARCHITECTURES: dict[str, tuple[type, type]] = {"directed": (DirectedModel, Direc
 def save_directed(model: DirectedModel | AviciModel, directory: str | Path,
                   provenance: dict[str, Any] | None = None) -> Path:
     """Write ``model.json`` and ``model.npz`` (data only) into ``directory``."""
-    out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
-    weights = {name: tensor.detach().cpu().numpy().astype(np.float32)
-               for name, tensor in model.state_dict().items()}
-    buffer = io.BytesIO()
-    np.savez(buffer, **weights)
-    payload = buffer.getvalue()
-    atomic_write_bytes(out / MODEL_WEIGHTS, payload)
     config = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(model.config).items()}
-    record = {"format": 2, "architecture": model.architecture, "config": config,
-              "weights_sha256": hashlib.sha256(payload).hexdigest(),
-              "parameters": int(sum(w.size for w in weights.values())),
-              "provenance": provenance or {}}
-    atomic_write_bytes(out / MODEL_JSON, (json.dumps(record, indent=1) + "\n").encode())
-    return out
+    return write_model_files(model, directory, {"format": 2, "architecture": model.architecture,
+                                                "config": config, "provenance": provenance})
 
 
 def load_directed(directory: str | Path) -> tuple[DirectedModel | AviciModel, dict[str, Any]]:
     """Read a saved directed or AVICI model, checked: its weights' hash, the statistics
     version and feature lists it was trained on, every weight's name and shape."""
     where = Path(directory)
-    try:
-        record = json.loads((where / MODEL_JSON).read_text(encoding="utf-8"))
-        payload = (where / MODEL_WEIGHTS).read_bytes()
-    except (OSError, ValueError) as exc:
-        raise HeuresisError(f"cannot read a model in {where}: {exc}") from None
-    if not isinstance(record, dict) or record.get("architecture") not in ARCHITECTURES:
+    record, state = read_model_files(where)
+    if record.get("architecture") not in ARCHITECTURES:
         raise HeuresisError(f"{where / MODEL_JSON}: not a directed or AVICI model "
                             f"(architecture {record.get('architecture')!r})")
-    if hashlib.sha256(payload).hexdigest() != record.get("weights_sha256"):
-        raise HeuresisError(f"{where / MODEL_WEIGHTS}: its hash differs from model.json's "
-                            "(a replaced or damaged weights file)")
     cls, config_cls = ARCHITECTURES[record["architecture"]]
     fields = dict(record.get("config") or {})
     if record["architecture"] == "directed" and (
@@ -382,11 +364,5 @@ def load_directed(directory: str | Path) -> tuple[DirectedModel | AviciModel, di
     except (TypeError, ValueError) as exc:
         raise HeuresisError(f"{where / MODEL_JSON}: a configuration this code cannot build: "
                             f"{exc}") from None
-    with np.load(io.BytesIO(payload), allow_pickle=False) as archive:
-        state = {name: torch.from_numpy(archive[name].copy()) for name in archive.files}
-    expected = model.state_dict()
-    if set(state) != set(expected) or any(state[k].shape != expected[k].shape for k in state):
-        raise HeuresisError(f"{where}: its weights do not fit the architecture in model.json")
-    model.load_state_dict(state)
-    model.eval()
+    load_state(model, state, where)
     return model, record

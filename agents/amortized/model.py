@@ -167,9 +167,12 @@ def fit_normalisation(cells: np.ndarray) -> tuple[list[float], list[float]]:
     return mean.tolist(), std.tolist()
 
 
-def save_model(model: GridModel, directory: str | Path,
-               provenance: dict[str, Any] | None = None) -> Path:
-    """Write ``model.json`` and ``model.npz`` (data only) into ``directory``."""
+def write_model_files(model: nn.Module, directory: str | Path,
+                      header: dict[str, Any]) -> Path:
+    """Write a model as two data-only files into ``directory``: ``model.npz`` (every weight a
+    float32 array) and ``model.json`` (``header``'s fields, then the weights' SHA-256, the
+    parameter count and whatever follows in ``header``'s ``provenance``). The one file format
+    of every amortized model."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     weights = {name: tensor.detach().cpu().numpy().astype(np.float32)
@@ -178,29 +181,57 @@ def save_model(model: GridModel, directory: str | Path,
     np.savez(buffer, **weights)
     payload = buffer.getvalue()
     atomic_write_bytes(out / MODEL_WEIGHTS, payload)
-    config = asdict(model.config)
-    config["pair_features"] = list(config["pair_features"])
-    config["node_features"] = list(config["node_features"])
-    record = {"format": 1, "config": config,
-              "weights_sha256": hashlib.sha256(payload).hexdigest(),
+    provenance = header.pop("provenance", None) or {}
+    record = {**header, "weights_sha256": hashlib.sha256(payload).hexdigest(),
               "parameters": int(sum(w.size for w in weights.values())),
-              "provenance": provenance or {}}
+              "provenance": provenance}
     atomic_write_bytes(out / MODEL_JSON, (json.dumps(record, indent=1) + "\n").encode())
     return out
 
 
-def load_model(directory: str | Path) -> tuple[GridModel, dict[str, Any]]:
-    """Read a saved model (checked: its weights' hash, the current grid version and feature
-    lists, every weight's name and shape) → (model in eval mode, its ``model.json``)."""
+def read_model_files(directory: str | Path) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+    """``model.json`` and the weights of :func:`write_model_files`, checked: both readable,
+    and the weights' SHA-256 the one ``model.json`` names (read with ``allow_pickle=False``)."""
     where = Path(directory)
     try:
         record = json.loads((where / MODEL_JSON).read_text(encoding="utf-8"))
         payload = (where / MODEL_WEIGHTS).read_bytes()
     except (OSError, ValueError) as exc:
         raise HeuresisError(f"cannot read an amortized model in {where}: {exc}") from None
+    if not isinstance(record, dict):
+        raise HeuresisError(f"{where / MODEL_JSON}: not a model record")
     if hashlib.sha256(payload).hexdigest() != record.get("weights_sha256"):
         raise HeuresisError(f"{where / MODEL_WEIGHTS}: its hash differs from model.json's "
                             "(a replaced or damaged weights file)")
+    with np.load(io.BytesIO(payload), allow_pickle=False) as archive:
+        state = {name: torch.from_numpy(archive[name].copy()) for name in archive.files}
+    return record, state
+
+
+def load_state(model: nn.Module, state: dict[str, torch.Tensor], where: str | Path) -> None:
+    """Load ``state`` into ``model`` (eval mode) when every weight's name and shape fit."""
+    expected = model.state_dict()
+    if set(state) != set(expected) or any(state[k].shape != expected[k].shape for k in state):
+        raise HeuresisError(f"{where}: its weights do not fit the architecture in model.json")
+    model.load_state_dict(state)
+    model.eval()
+
+
+def save_model(model: GridModel, directory: str | Path,
+               provenance: dict[str, Any] | None = None) -> Path:
+    """Write ``model.json`` and ``model.npz`` (data only) into ``directory``."""
+    config = asdict(model.config)
+    config["pair_features"] = list(config["pair_features"])
+    config["node_features"] = list(config["node_features"])
+    return write_model_files(model, directory, {"format": 1, "config": config,
+                                                "provenance": provenance})
+
+
+def load_model(directory: str | Path) -> tuple[GridModel, dict[str, Any]]:
+    """Read a saved model (checked: its weights' hash, the current grid version and feature
+    lists, every weight's name and shape) → (model in eval mode, its ``model.json``)."""
+    where = Path(directory)
+    record, state = read_model_files(where)
     fields = dict(record.get("config") or {})
     if fields.get("grid_version") != GRID_EVIDENCE_VERSION or \
             tuple(fields.get("pair_features", ())) != GRID_PAIR_FEATURE_NAMES or \
@@ -211,13 +242,7 @@ def load_model(directory: str | Path) -> tuple[GridModel, dict[str, Any]]:
     fields["pair_features"] = tuple(fields["pair_features"])
     fields["node_features"] = tuple(fields["node_features"])
     model = GridModel(ModelConfig(**fields))
-    with np.load(io.BytesIO(payload), allow_pickle=False) as archive:
-        state = {name: torch.from_numpy(archive[name].copy()) for name in archive.files}
-    expected = model.state_dict()
-    if set(state) != set(expected) or any(state[k].shape != expected[k].shape for k in state):
-        raise HeuresisError(f"{where}: its weights do not fit the architecture in model.json")
-    model.load_state_dict(state)
-    model.eval()
+    load_state(model, state, where)
     return model, record
 
 

@@ -51,8 +51,13 @@ HOW_TO_MAKE_ONE = ("make one with `heuresis salt` and export it, e.g. "
 
 
 def new_salt() -> str:
-    """A fresh strong salt: 256 random bits as 64 hexadecimal characters."""
-    return secrets.token_hex(32)
+    """A fresh strong salt: 256 random bits as 64 hexadecimal characters, drawn again in the
+    rare case (a few in a million) that a random token shows one of the patterns
+    :func:`salt_pattern` refuses — so what ``heuresis salt`` prints is always accepted."""
+    while True:
+        salt = secrets.token_hex(32)
+        if salt_pattern(salt) is None:
+            return salt
 
 
 def _period(text: str) -> int:

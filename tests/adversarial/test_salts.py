@@ -112,12 +112,18 @@ def test_a_phrase_like_salt_is_refused(salt):
 
 def test_random_tokens_pass_the_check_all_of_them():
     """The patterns are refused only where a random token shows them with a chance below
-    one in a million each: 20,000 tokens of each accepted length pass."""
+    one in a million each (a few in a million over all patterns): of 20,000 tokens of each
+    accepted length, at most 3 of the 60,000 are refused (expected about 0.1; a bound of 0
+    failed CI once, on a token with 6 letters in 64), and what ``heuresis salt`` makes is
+    always accepted (it draws again on a pattern)."""
     import secrets
 
-    from heuresis_env.generation.salts import salt_pattern
+    from heuresis_env.generation.salts import new_salt, salt_pattern
 
+    refused = []
     for length in (16, 32, 64):
-        assert not [t for t in (secrets.token_hex(length) for _ in range(20_000))
+        refused += [t for t in (secrets.token_hex(length) for _ in range(20_000))
                     if salt_pattern(t)]
         assert check_salt(secrets.token_hex(length).upper())
+    assert len(refused) <= 3, refused
+    assert all(check_salt(new_salt()) for _ in range(2_000))

@@ -114,6 +114,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     fit.add_argument("--batch-cells", type=int, default=1600)
     fit.add_argument("--learning-rate", type=float, default=5e-4)
     fit.add_argument("--checkpoint-every", type=int, default=200)
+    fit.add_argument("--shards", type=int, default=None,
+                     help="train on exactly the first N shards (a fixed, recorded set; "
+                          "default: every shard, read again as the stream grows)")
+    fit.add_argument("--init", default=None,
+                     help="start from this model folder (e.g. agents/data/amortized_v2) "
+                          "instead of random weights")
     fit.add_argument("--seed", type=int, default=0)
     fit.add_argument("--threads", type=int, default=1, help="torch threads")
     fit.add_argument("--out", required=True, help="checkpoints, history.jsonl and the model")

@@ -11,7 +11,17 @@ Every ``checkpoint_every`` steps the model, the optimizer's state and the step a
 ``out/checkpoint`` (data only: the model's ``model.json`` + ``model.npz``, the optimizer's
 moments as ``optimizer.npz``, ``state.json``), atomically, and a run started again with the
 same ``out`` resumes there. Every ``reload_every`` steps the shard folder is read again, so a
-stream still being built feeds the run as it grows. Instances whose index is a multiple of
+stream still being built feeds the run as it grows — unless ``shards`` fixes the training set:
+then the run reads exactly the first ``shards`` shards (in index order), refuses to start
+before they exist, never reads another, and records their names and SHA-256 digests, so the
+same command reproduces the same model on any machine.
+
+``init`` starts a run from a saved model (its weights, configuration and input
+normalisation; the optimizer starts afresh) instead of random weights: the way training goes
+on across machines that keep no files, from the model a repository ships. The model's lineage
+(its weights' digest, its provenance) goes into every checkpoint's and the final model's
+provenance, and the first history line (step 0) is the held-out loss of the starting model
+on this run's held-out instances, so what the further training bought is measured. Instances whose index is a multiple of
 ``holdout_every`` are never trained on: they give the held-out loss logged beside the training
 loss (``out/history.jsonl``); the model of the lowest held-out loss so far is kept in
 ``out/best`` (a model folder, with its step), so a run that outgrows its data — a stream still
@@ -21,6 +31,7 @@ instances of the shards read so far, its first 200: it grows with the stream unt
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import time
@@ -68,6 +79,11 @@ class FitSettings:
     #: stop after this step (checkpointed) as an interruption would; a later call with the same
     #: settings and ``out`` goes on from there (None: run to ``steps``)
     stop_at: int | None = None
+    #: train on exactly the first this many shards (a fixed, recorded set; None: every shard
+    #: in the folder, read again every ``reload_every`` steps)
+    shards: int | None = None
+    #: a model folder to start from instead of random weights (None: random, seeded)
+    init: str | None = None
 
 
 def fit_normalisation(data: StreamSet, limit: int = 400) -> tuple[list[float], list[float]]:
@@ -161,7 +177,16 @@ def fit_directed(shards: str | Path, out: str | Path, settings: FitSettings,
     if not paths:
         raise HeuresisError(f"no stream shards in {shards} (build them with `python -m "
                             f"agents.amortized stream`)")
+    if settings.shards is not None:
+        if settings.shards < 1:
+            raise HeuresisError(f"shards must be at least 1, got {settings.shards}")
+        if len(paths) < settings.shards:
+            raise HeuresisError(f"{shards}: {len(paths)} stream shards, the fixed set needs the "
+                                f"first {settings.shards} (build more with `heuresis amortized "
+                                f"stream`)")
+        paths = paths[:settings.shards]
     data = load_stream(paths)
+    lineage = _lineage(settings.init) if settings.init else None
     step = 0
     if (checkpoint / "state.json").exists():
         model, record = load_directed(checkpoint)
@@ -169,8 +194,21 @@ def fit_directed(shards: str | Path, out: str | Path, settings: FitSettings,
         step = int(state["step"])
         if state["settings"]["architecture"] != settings.architecture:
             raise HeuresisError(f"{checkpoint}: a checkpoint of another architecture")
+        if settings.shards is not None and state.get("shard_digests") not in (
+                None, _digests(paths)):
+            raise HeuresisError(f"{checkpoint}: trained on other shards than the first "
+                                f"{settings.shards} in {shards}")
         if progress is not None:
             progress(f"resuming at step {step} from {checkpoint}")
+    elif settings.init:
+        if config:
+            raise HeuresisError("a run started from a model (init) takes that model's "
+                                "configuration; give no config")
+        torch.manual_seed(settings.seed)
+        model, _ = load_directed(settings.init)
+        if model.architecture != settings.architecture:
+            raise HeuresisError(f"{settings.init}: a {model.architecture} model, not "
+                                f"{settings.architecture}")
     else:
         torch.manual_seed(settings.seed)
         fields = dict(config or {})
@@ -195,9 +233,21 @@ def fit_directed(shards: str | Path, out: str | Path, settings: FitSettings,
         return buckets, np.flatnonzero(held & (data.d <= settings.max_d))
 
     buckets, held_out = split(data)
+    fixed = {"shard_digests": _digests(paths)} if settings.shards is not None else {}
+    origin = {"init": lineage} if lineage else {}
+    if step == 0 and lineage and not history.exists():
+        held = _held_out_loss(model, data, held_out, rows, settings.seed)
+        with history.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"step": 0, "held_out_loss": held, "instances": len(data),
+                                     "init": lineage["weights_sha256"]}) + "\n")
+        save_directed(model, out / "best", {"step": 0, "held_out_loss": held,
+                                            "instances": len(data),
+                                            "settings": asdict(settings), **origin})
+        if progress is not None:
+            progress(f"step 0 (the starting model): held-out {held:.4f}")
     last = settings.steps if settings.stop_at is None else min(settings.steps, settings.stop_at)
     while step < last:
-        if step % settings.reload_every == 0 and step > 0:
+        if step % settings.reload_every == 0 and step > 0 and settings.shards is None:
             fresh = stream_shards(shards, prior)
             if len(fresh) > len(paths):
                 paths, data = fresh, load_stream(fresh)
@@ -230,7 +280,8 @@ def fit_directed(shards: str | Path, out: str | Path, settings: FitSettings,
             losses = []
             with history.open("a", encoding="utf-8") as handle:
                 handle.write(json.dumps(entry) + "\n")
-            save_directed(model, checkpoint, {"step": step, "settings": asdict(settings)})
+            save_directed(model, checkpoint, {"step": step, "settings": asdict(settings),
+                                              **origin})
             best_file = out / "best" / "model.json"
             best_loss = (json.loads(best_file.read_text())["provenance"].get("held_out_loss",
                                                                              math.inf)
@@ -238,11 +289,11 @@ def fit_directed(shards: str | Path, out: str | Path, settings: FitSettings,
             if held < best_loss:
                 save_directed(model, out / "best", {"step": step, "held_out_loss": held,
                                                     "instances": len(data),
-                                                    "settings": asdict(settings)})
+                                                    "settings": asdict(settings), **origin})
             _save_optimizer(optimizer, checkpoint / "optimizer.npz")
             atomic_write_bytes(checkpoint / "state.json", json.dumps(
                 {"step": step, "settings": asdict(settings),
-                 "shards": [p.name for p in paths]}, indent=1).encode())
+                 "shards": [p.name for p in paths], **fixed}, indent=1).encode())
             if progress is not None:
                 progress(f"step {step}/{settings.steps}: loss {entry['loss']:.4f}, held-out "
                          f"{held:.4f}, {len(data)} instances, {entry['seconds']:.0f} s")
@@ -251,8 +302,21 @@ def fit_directed(shards: str | Path, out: str | Path, settings: FitSettings,
     model.eval()
     final = save_directed(model, out / "model", {
         "steps": settings.steps, "settings": asdict(settings),
-        "shards": [p.name for p in paths], "instances": len(data)})
+        "shards": [p.name for p in paths], "instances": len(data), **fixed, **origin})
     return final
+
+
+def _digests(paths: list[Path]) -> dict[str, str]:
+    """Each shard's SHA-256, by name: the fixed training set, recorded."""
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in paths}
+
+
+def _lineage(folder: str) -> dict[str, Any]:
+    """What a run started from: the model folder's weights digest and its provenance (which
+    carries its own ``init`` when it too was started from a model: a chain)."""
+    record = json.loads((Path(folder) / "model.json").read_text(encoding="utf-8"))
+    return {"weights_sha256": record.get("weights_sha256"),
+            "provenance": record.get("provenance")}
 
 
 @torch.no_grad()

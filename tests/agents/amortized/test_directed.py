@@ -190,6 +190,35 @@ def test_training_resumes_where_it_stopped(stream, tmp_path):
     assert best["held_out_loss"] == min(h["held_out_loss"] for h in history)
 
 
+def test_a_fixed_shard_set_is_recorded_and_a_run_can_start_from_a_model(stream, tmp_path):
+    shards = sorted(stream.glob("stream-*.npz"))
+    settings = FitSettings(steps=3, checkpoint_every=3, warmup=1, holdout_every=4, shards=1)
+    with pytest.raises(HeuresisError, match="the fixed set needs the first 3"):
+        fit_directed(stream, tmp_path / "x", FitSettings(**{**settings.__dict__, "shards": 3}),
+                     SMALL)
+    first = fit_directed(stream, tmp_path / "a", settings, SMALL)
+    record = json.loads((first / "model.json").read_text())["provenance"]
+    assert record["shards"] == [shards[0].name] and record["instances"] == 4
+    assert list(record["shard_digests"]) == [shards[0].name]
+    # a second run from that model: lineage recorded, the start's held-out loss is step 0
+    grown = FitSettings(steps=3, checkpoint_every=3, warmup=1, holdout_every=4, shards=2,
+                        init=str(first))
+    with pytest.raises(HeuresisError, match="give no config"):
+        fit_directed(stream, tmp_path / "y", grown, SMALL)
+    second = fit_directed(stream, tmp_path / "b", grown)
+    provenance = json.loads((second / "model.json").read_text())["provenance"]
+    start = json.loads((first / "model.json").read_text())
+    assert provenance["init"]["weights_sha256"] == start["weights_sha256"]
+    assert provenance["init"]["provenance"]["shards"] == [shards[0].name]
+    history = [json.loads(line) for line in (tmp_path / "b" / "history.jsonl").open()]
+    assert [h["step"] for h in history] == [0, 3] and history[0]["init"] == \
+        start["weights_sha256"]
+    # the best model is never worse on held-out instances than the model the run began with
+    best = json.loads((tmp_path / "b" / "best" / "model.json").read_text())["provenance"]
+    assert best["held_out_loss"] == min(h["held_out_loss"] for h in history)
+    assert best["init"]["weights_sha256"] == start["weights_sha256"]
+
+
 def test_policies_submit_the_offline_graph(stream, tmp_path):
     model = load_directed(fit_directed(stream, tmp_path / "m", FitSettings(
         steps=4, checkpoint_every=4, warmup=1), SMALL))[0]

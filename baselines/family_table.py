@@ -11,7 +11,6 @@ import multiprocessing
 import os
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
@@ -34,7 +33,7 @@ from heuresis_env.errors import HeuresisError
 from heuresis_env.generation import SPLIT_SIZES, InstanceKey, generate_instance
 from heuresis_env.graphs import Graph
 from heuresis_env.metrics import paired_bootstrap, score_graph
-from heuresis_env.threads import limit_threads
+from heuresis_env.threads import limit_threads, parallel_map
 
 
 @dataclass
@@ -139,8 +138,8 @@ def _job(args: tuple) -> tuple[str, str, dict | None, float, str | None, dict | 
     return _outcome(instance, reference_record(instance, algorithm))
 
 
-def _init_worker() -> None:
-    limit_threads()
+def _job_name(job: tuple) -> str:
+    return f"{job[1]} on {InstanceKey.from_dict(job[0]).slug}"
 
 
 def run_jobs(keys: Sequence[InstanceKey], algorithms: Sequence[str], workers: int = 1,
@@ -154,20 +153,12 @@ def run_jobs(keys: Sequence[InstanceKey], algorithms: Sequence[str], workers: in
                             progress)
     jobs = [(k.to_dict(), a) for k in keys for a in algorithms]
     out: dict[tuple[str, str], tuple] = {}
-    if workers <= 1:
-        limit_threads()
-        results = map(_job, jobs)
-        for r in results:
-            out[(r[0], r[1])] = r[2:]
-            if progress:
-                progress(1)
-        return out
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker) as pool:
-        for r in pool.map(_job, jobs, chunksize=1):
-            out[(r[0], r[1])] = r[2:]
-            if progress:
-                progress(1)
+    if workers <= 1 or len(jobs) <= 1:
+        limit_threads()  # the jobs run in this process, as a worker would run them
+    for r in parallel_map(_job, jobs, workers, describe=_job_name):
+        out[(r[0], r[1])] = r[2:]
+        if progress:
+            progress(1)
     return out
 
 

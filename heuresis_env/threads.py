@@ -11,7 +11,11 @@ therefore call :func:`limit_threads`; ``$HEURESIS_THREADS`` overrides the count.
 Forking a process that runs threads copies their locks in whatever state they are in;
 :func:`can_fork` says when a fork is safe enough here, and :class:`ForkedCall` runs one call in
 a forked process beside this one (``heuresis demo`` writes its report while it builds the
-viewer).
+viewer). :func:`parallel_map` is the one pool of worker processes for a list of jobs (the
+evidence of many instances, the reference table's algorithm runs, the viewer's pages): the
+start method chosen by :func:`start_method`, one BLAS thread per worker, each failure named by
+its job, results in order or as they finish. (The evaluation's local backend is a scheduler of
+long-lived workers, not a map, and starts its own; :mod:`heuresis_env.evaluation.local_backend`.)
 """
 
 from __future__ import annotations
@@ -20,8 +24,8 @@ import os
 import pickle
 import sys
 import traceback
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
 
 from threadpoolctl import threadpool_limits
 
@@ -72,6 +76,101 @@ def can_fork() -> bool:
                        for thread in threading.enumerate())
     return (sys.platform.startswith("linux") and helpers_only
             and "fork" in multiprocessing.get_all_start_methods())
+
+
+def start_method() -> str:
+    """The start method of worker processes: ``fork`` where :func:`can_fork` says it is safe
+    (the workers inherit the imports, and start in milliseconds), else ``spawn``."""
+    return "fork" if can_fork() else "spawn"
+
+
+Job = TypeVar("Job")
+Result = TypeVar("Result")
+
+
+def _name_job(exception: BaseException, job: Job, number: int, count: int,
+              describe: Callable[[Job], str] | None) -> None:
+    what = f"job {number + 1} of {count}"
+    if describe is not None:
+        try:
+            what = describe(job)
+        except Exception:  # noqa: BLE001, S110 - the job's own exception matters, not this
+            pass
+    exception.add_note(f"(raised by parallel_map while running {what})")
+
+
+def _worker_call(function: Callable[[Job], Result], job: Job) -> Result:
+    """``function(job)`` in a worker. An exception that pickle cannot rebuild (one whose
+    ``__init__`` takes other arguments than its message) would break the whole pool in the
+    parent; it comes back as a ``RuntimeError`` with its type, message and traceback."""
+    try:
+        return function(job)
+    except Exception as exc:
+        text = traceback.format_exc()
+        try:
+            pickle.loads(pickle.dumps(exc))
+        except Exception:  # noqa: BLE001 - any failure to rebuild it
+            raise RuntimeError(f"{type(exc).__name__}: {exc}\n{text}") from None
+        raise
+
+
+def parallel_map(function: Callable[[Job], Result], jobs: Iterable[Job], workers: int, *,
+                 ordered: bool = True, threads: int | None = None, fork_only: bool = False,
+                 describe: Callable[[Job], str] | None = None) -> Iterator[Result]:
+    """``function(job)`` for every job, in up to ``workers`` worker processes; yields the
+    results in the jobs' order, or with ``ordered=False`` as each finishes (for progress: one
+    slow job holds no count back).
+
+    With ``workers`` ≤ 1 or a single job there is no pool: the jobs run in this process, one
+    after the other (the same results). Otherwise the workers are started with
+    :func:`start_method` and limit their numeric libraries to ``threads`` threads
+    (:func:`limit_threads`; default :func:`thread_count`); ``function`` and the jobs are then
+    pickled under ``spawn``, so ``function`` is a module-level function. ``fork_only=True`` is
+    for a function that reads state this process set before the call (a module global): it
+    runs in forked workers where :func:`can_fork`, and in this process otherwise.
+
+    An exception of a job is raised here, its own type and message (a ``RuntimeError`` with
+    both when pickle cannot bring it back from a worker), with a note naming the job
+    (``describe(job)``, else its number; a job's ``repr`` may hold a secret such as the test
+    salt, so it is never printed). Jobs not yet started are then cancelled. Nothing starts
+    until the first result is asked.
+    """
+    jobs = list(jobs)
+    if workers <= 1 or len(jobs) <= 1 or (fork_only and not can_fork()):
+        for number, job in enumerate(jobs):
+            try:
+                result = function(job)
+            except Exception as exc:
+                _name_job(exc, job, number, len(jobs), describe)
+                raise
+            yield result
+        return
+    import multiprocessing
+    from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+
+    context = multiprocessing.get_context("fork" if fork_only else start_method())
+    pool = ProcessPoolExecutor(min(workers, len(jobs)), mp_context=context,
+                               initializer=limit_threads, initargs=(threads,))
+    try:
+        futures = [pool.submit(_worker_call, function, job) for job in jobs]
+        number_of = {future: number for number, future in enumerate(futures)}
+        finished: Iterator[Future[Result]]
+        if ordered:
+            futures.reverse()  # popped from the end: a result is dropped once yielded
+            finished = (futures.pop() for _ in range(len(futures)))
+        else:
+            finished = as_completed(futures)
+            del futures
+        for future in finished:
+            number = number_of.pop(future)
+            try:
+                result = future.result()
+            except Exception as exc:
+                _name_job(exc, jobs[number], number, len(jobs), describe)
+                raise
+            yield result
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _cancelled() -> Any:

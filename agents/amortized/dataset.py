@@ -13,10 +13,8 @@ stays in memory (:func:`instance_example`).
 from __future__ import annotations
 
 import json
-import multiprocessing
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +32,7 @@ from heuresis_env.evidence import (
 )
 from heuresis_env.files import atomic_write_bytes
 from heuresis_env.generation import InstanceKey, cached_instance, sealing_salt
-from heuresis_env.threads import limit_threads
+from heuresis_env.threads import limit_threads, parallel_map
 
 __all__ = ["Example", "ExampleSet", "SHARD_MANIFEST", "build_shards", "compute_examples",
            "examples_of", "instance_example", "load_examples", "shard_name"]
@@ -82,34 +80,29 @@ def _example_job(job: tuple) -> Example:
     return instance_example(InstanceKey(family, split, index, d=d, n=n), salt)
 
 
-def _init_worker() -> None:
-    limit_threads(1)
+def _job_name(job: tuple) -> str:
+    family, split, index, d, n, _ = job  # not the salt
+    return f"{family} {split} instance {index} (d = {d}, n = {n})"
 
 
 def compute_examples(jobs: Sequence[tuple], workers: int = 1, backend: str = "local",
                      address: str | None = None) -> Iterator[tuple[tuple, Example]]:
     """(job, example) for every job (family, split, index, d, n, salt), in order, computed by
-    ``workers`` local processes (forked where possible; one BLAS thread each) or, with
-    ``backend="ray"``, as Ray tasks (a local cluster of ``workers`` CPUs, or the cluster at
-    ``address``; the evidence cache is the workers' own ``$HEURESIS_CACHE_DIR``)."""
+    ``workers`` local processes (:func:`~heuresis_env.threads.parallel_map`, one BLAS thread
+    each) or, with ``backend="ray"``, as Ray tasks (a local cluster of ``workers`` CPUs, or
+    the cluster at ``address``; the evidence cache is the workers' own
+    ``$HEURESIS_CACHE_DIR``)."""
     if backend not in ("local", "ray"):
         raise HeuresisError(f"backend must be 'local' or 'ray', got {backend!r}")
     if backend == "ray":
         yield from _ray_examples(jobs, workers, address)
         return
-    if workers <= 1 or len(jobs) <= 1:
-        for job in jobs:
-            yield job, _example_job(job)
-        return
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=context,
-                             initializer=_init_worker) as pool:
-        yield from zip(jobs, pool.map(_example_job, jobs, chunksize=1), strict=True)
+    yield from zip(jobs, parallel_map(_example_job, jobs, workers, threads=1,
+                                      describe=_job_name), strict=True)
 
 
 def _ray_job(job: tuple) -> Example:
-    _init_worker()
+    limit_threads(1)
     return _example_job(job)
 
 

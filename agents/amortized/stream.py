@@ -41,7 +41,7 @@ from heuresis_env.evidence import (
 )
 from heuresis_env.files import atomic_write_bytes
 from heuresis_env.generation import InstanceKey, TrainPrior, generate_instance, get_train_prior
-from heuresis_env.threads import limit_threads
+from heuresis_env.threads import parallel_map
 
 __all__ = ["STORED_ROWS", "StreamExample", "StreamSet", "build_stream", "load_stream",
            "stream_example", "stream_shard_name"]
@@ -93,18 +93,14 @@ def _job(job: tuple[TrainPrior, int, bool]) -> StreamExample:
     return stream_example(prior.key(index), searches)
 
 
+def _job_name(job: tuple[TrainPrior, int, bool]) -> str:
+    prior, index, _ = job
+    return f"train instance {index} of prior {prior.name}"
+
+
 def _map(jobs: list[tuple[TrainPrior, int, bool]], workers: int) -> list[StreamExample]:
     """The jobs' examples in order, on ``workers`` processes (one BLAS thread each)."""
-    if workers <= 1:
-        return [_job(job) for job in jobs]
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=limit_threads,
-                             initargs=(1,)) as pool:
-        return list(pool.map(_job, jobs, chunksize=4))
+    return list(parallel_map(_job, jobs, workers, threads=1, describe=_job_name))
 
 
 def _write(path: Path, examples: Sequence[StreamExample], prior: TrainPrior) -> None:

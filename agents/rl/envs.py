@@ -5,10 +5,8 @@ beforehand so that training time excludes it."""
 
 from __future__ import annotations
 
-import multiprocessing
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
 import gymnasium as gym
@@ -23,6 +21,7 @@ from heuresis_env.evaluation import make_environment
 from heuresis_env.evidence import EvidenceProvider
 from heuresis_env.generation import InstanceKey, expand_families, generate_instance
 from heuresis_env.policy import EpisodeResult, EpisodeSettings, Policy, run_episode
+from heuresis_env.threads import parallel_map
 
 __all__ = [
     "FamilyMix",
@@ -210,6 +209,11 @@ def _warm_one(job: tuple) -> tuple[str, int, float]:
     return split, index, time.perf_counter() - started
 
 
+def _warm_name(job: tuple) -> str:
+    family, split, index, d, n, _ = job  # not the salt
+    return f"{family} {split} instance {index} (d = {d}, n = {n})"
+
+
 def warm_evidence(family: str, splits: dict[str, Iterable[int]], d: int, n: int,
                   workers: int = 1, salt: str | None = None,
                   progress: Callable[[str, int, float], None] | None = None) -> float:
@@ -224,20 +228,10 @@ def warm_evidence(family: str, splits: dict[str, Iterable[int]], d: int, n: int,
             for name in expand_families(family)
             for split, indices in splits.items() for index in indices]
     started = time.perf_counter()
-    if workers == 1 or len(jobs) <= 1:
-        results: Iterable = map(_warm_one, jobs)
-        for result in results:
-            if progress is not None:
-                progress(*result)
-    else:
-        methods = multiprocessing.get_all_start_methods()
-        context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-        with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=context) as pool:
-            # reported as each finishes, not in order: one slow instance holds no count back
-            for future in as_completed([pool.submit(_warm_one, job) for job in jobs]):
-                result = future.result()
-                if progress is not None:
-                    progress(*result)
+    # reported as each finishes, not in order: one slow instance holds no count back
+    for result in parallel_map(_warm_one, jobs, workers, ordered=False, describe=_warm_name):
+        if progress is not None:
+            progress(*result)
     return time.perf_counter() - started
 
 

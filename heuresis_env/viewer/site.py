@@ -17,7 +17,6 @@ hidden DAG of its instance, regenerated from the run's config after the run
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -49,7 +48,7 @@ from heuresis_env.files import (
 from heuresis_env.graphs import Graph, GraphError, edge_from_text
 from heuresis_env.progress import progress_bar
 from heuresis_env.reports.loading import BCA, CONDITION_FIELDS, run_names
-from heuresis_env.threads import can_fork
+from heuresis_env.threads import can_fork, parallel_map
 from heuresis_env.trace_files import Trace, read_trace
 from heuresis_env.version import __version__
 
@@ -555,6 +554,14 @@ def _build_chunk(positions: list[int]) -> tuple[list[tuple[int, _Entry]], dict[s
     return entries, truths.failed
 
 
+def _chunk_name(positions: list[int]) -> str:
+    """The episodes of a chunk, for an error raised while building it."""
+    assert _FORK_STATE is not None, "_chunk_name runs inside build_site"
+    items = _FORK_STATE[3]
+    first = items[positions[0]][1].episode_id
+    return f"the viewer pages of {len(positions)} episode(s) from {first}"
+
+
 def build_site(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLike, *,
                progress: bool = False, workers: int = 1) -> SiteSummary:
     """Write the viewer site of ``run_dirs`` to ``out_dir`` (see the module docstring).
@@ -600,23 +607,14 @@ def build_site(run_dirs: Sequence[str | os.PathLike], out_dir: str | os.PathLike
     failed: dict[str, str] = {}
     _FORK_STATE = (runs, names, out, items)
     try:
-        with contextlib.ExitStack() as stack:
-            results: Iterable[tuple[list[tuple[int, _Entry]], dict[str, str]]]
-            if parallel:
-                import multiprocessing
-                from concurrent.futures import ProcessPoolExecutor, as_completed
-
-                pool = stack.enter_context(ProcessPoolExecutor(
-                    workers, mp_context=multiprocessing.get_context("fork")))
-                results = (future.result() for future in as_completed(
-                    [pool.submit(_build_chunk, chunk) for chunk in chunks]))
-            else:
-                results = map(_build_chunk, chunks)
-            for done, chunk_failed in results:
-                for position, entry in done:
-                    entries[position] = entry
-                failed.update(chunk_failed)
-                bar.update(len(done))
+        # forked workers read _FORK_STATE; in order of finishing, for the bar
+        for done, chunk_failed in parallel_map(_build_chunk, chunks, workers if parallel else 1,
+                                               ordered=False, fork_only=True,
+                                               describe=_chunk_name):
+            for position, entry in done:
+                entries[position] = entry
+            failed.update(chunk_failed)
+            bar.update(len(done))
     finally:
         _FORK_STATE = None
     bar.close()

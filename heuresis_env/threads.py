@@ -124,8 +124,8 @@ def parallel_map(function: Callable[[Job], Result], jobs: Iterable[Job], workers
     With ``workers`` ≤ 1 or a single job there is no pool: the jobs run in this process, one
     after the other (the same results). Otherwise the workers are started with
     :func:`start_method` and limit their numeric libraries to ``threads`` threads
-    (:func:`limit_threads`; default :func:`thread_count`); ``function`` and the jobs are then
-    pickled under ``spawn``, so ``function`` is a module-level function. ``fork_only=True`` is
+    (:func:`limit_threads`; default :func:`thread_count`); ``function`` and each job are then
+    pickled to a worker, so ``function`` is a module-level function. ``fork_only=True`` is
     for a function that reads state this process set before the call (a module global): it
     runs in forked workers where :func:`can_fork`, and in this process otherwise.
 

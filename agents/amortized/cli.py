@@ -126,8 +126,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     study = commands.add_parser("study", help="score directed models and the references "
                                               "(F1, SHD, nSHD, best cut) on a split")
-    study.add_argument("--model", action="append", required=True,
+    study.add_argument("--model", action="append", default=[],
                        help="LABEL=FOLDER of a directed or AVICI model (repeat the option)")
+    study.add_argument("--records", action="append", default=[],
+                       help="summarize the records a study wrote with --json (repeat the "
+                            "option to pool runs, e.g. family groups run in parallel) "
+                            "instead of scoring")
     study.add_argument("--families", default="all")
     study.add_argument("--split", default="dev", choices=("dev", "test", "train"))
     study.add_argument("--start", type=int, default=0)

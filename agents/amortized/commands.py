@@ -33,7 +33,12 @@ from agents.amortized.fit import FitSettings, fit_directed
 from agents.amortized.model import load_model, save_model
 from agents.amortized.plots import plot_curve
 from agents.amortized.stream import build_stream
-from agents.amortized.study import score_directed, summarize_directed, write_records
+from agents.amortized.study import (
+    read_records,
+    score_directed,
+    summarize_directed,
+    write_records,
+)
 from agents.amortized.training import TrainingSettings, train_model
 from heuresis_env.errors import HeuresisError
 from heuresis_env.generation import (
@@ -247,39 +252,50 @@ def fit_command(args: argparse.Namespace) -> int:
 
 
 def study_command(args: argparse.Namespace) -> int:
-    """Score directed models (and the references) on a split: F1, SHD, nSHD, best cut."""
-    models = {}
-    for spec in args.model:
-        label, _, folder = spec.partition("=")
-        if not folder:
-            raise HeuresisError(f"--model takes LABEL=FOLDER, got {spec!r}")
-        models[label] = load_directed(folder)[0]
-    salt = sealing_salt(args.split)
-    first = load_model(Path(__file__).resolve().parents[1] / "data" / "amortized")[0] \
-        if args.first_model else None
-    records = []
-    for keys in _split_keys(args):
-        records += score_directed(models, keys, salt, tta=args.tta, first_model=first,
-                                  progress=_say)
+    """Score directed models (and the references) on a split: F1, SHD, nSHD, best cut; or,
+    with ``--records``, summarize the records earlier studies wrote."""
+    if args.records:
+        if args.model:
+            raise HeuresisError("--records summarizes saved records; give no --model")
+        records = read_records(args.records)
+        splits = sorted({r.split for r in records})
+        header = f"{', '.join(splits)} records from {len(args.records)} file(s)"
+    else:
+        if not args.model:
+            raise HeuresisError("study needs --model LABEL=FOLDER (or --records FILE)")
+        models = {}
+        for spec in args.model:
+            label, _, folder = spec.partition("=")
+            if not folder:
+                raise HeuresisError(f"--model takes LABEL=FOLDER, got {spec!r}")
+            models[label] = load_directed(folder)[0]
+        salt = sealing_salt(args.split)
+        first = load_model(Path(__file__).resolve().parents[1] / "data" / "amortized")[0] \
+            if args.first_model else None
+        records = []
+        for keys in _split_keys(args):
+            records += score_directed(models, keys, salt, tta=args.tta, first_model=first,
+                                      progress=_say)
+        header = f"{args.split} split{' (sealed by $HEURESIS_TEST_SALT)' if salt else ''}"
     arms = sorted({arm for r in records for arm in r.scores
                    if ":" in arm and not arm.endswith("best-cut")})
     summary = summarize_directed(records, arms, n_resamples=args.resamples)
     if args.json:
         write_records(records, args.json)
         Path(args.json).with_suffix(".summary.json").write_text(
-            json.dumps({"split": args.split, "sealed": salt is not None,
-                        "models": args.model, "summary": summary}, indent=1) + "\n")
-    print(f"{args.split} split{' (sealed by $HEURESIS_TEST_SALT)' if salt else ''}, "
-          f"{len(records)} instances")
+            json.dumps({"split": args.split, "models": args.model, "records": args.records,
+                        "summary": summary}, indent=1) + "\n")
+    print(f"{header}, {len(records)} instances")
     print(study_table(summary, arms))
     return 0
 
 
 def study_table(summary: dict[str, Any], arms: Sequence[str]) -> str:
     """One row per family and arm: F1, nSHD and their differences from PC-KCI and BCA_φ."""
-    lines = ["| family | arm | F1 | nSHD | F1 - PC-KCI [95%] | F1 - BCA [95%] | "
-             "nSHD - BCA [95%] | F1 - v1 [95%] | nSHD - v1 [95%] | best cut |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| family | arm | F1 | SHD | nSHD | F1 - PC-KCI [95%] | F1 - BCA [95%] | "
+             "nSHD - BCA [95%] | F1 - BOSS [95%] | nSHD - BOSS [95%] | F1 - v1 [95%] | "
+             "nSHD - v1 [95%] | best cut |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for family, row in summary.items():
         for arm in [*arms, "pc-kci", "bca", "boss", "v1", "oracle"]:
             if arm not in row:
@@ -288,9 +304,11 @@ def study_table(summary: dict[str, Any], arms: Sequence[str]) -> str:
             cell = functools.partial(_interval_cell, deltas)
             best = row.get(f"{arm.split(':')[0]}:best-cut", {}).get("f1") if ":" in arm else None
             lines.append(f"| {family} | {arm} | {row[arm]['f1']:.3f} | "
+                         f"{row[arm].get('shd', float('nan')):.2f} | "
                          f"{row[arm].get('nshd', float('nan')):.3f} | "
                          f"{cell(f'{arm} - pc-kci f1')} | {cell(f'{arm} - bca f1')} | "
-                         f"{cell(f'{arm} - bca nshd')} | {cell(f'{arm} - v1 f1')} | "
+                         f"{cell(f'{arm} - bca nshd')} | {cell(f'{arm} - boss f1')} | "
+                         f"{cell(f'{arm} - boss nshd')} | {cell(f'{arm} - v1 f1')} | "
                          f"{cell(f'{arm} - v1 nshd')} | "
                          f"{'' if best is None else f'{best:.3f}'} |")
     return "\n".join(lines)

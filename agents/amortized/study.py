@@ -27,13 +27,15 @@ from agents.amortized.model import GridModel
 from agents.amortized.policy import AmortizedPolicy
 from agents.learned_repair import BCA_FILE, bca_choices
 from heuresis_env.discovery import cached_run_algorithm
+from heuresis_env.errors import HeuresisError
 from heuresis_env.evidence import evidence_grid, guided_start
 from heuresis_env.generation import InstanceKey, cached_instance
 from heuresis_env.graphs import Graph, graph_from_edge_lines
 from heuresis_env.metrics import paired_bootstrap, score_graph
 from heuresis_env.seeding import int31_seed
 
-__all__ = ["DirectedScore", "score_directed", "summarize_directed"]
+__all__ = ["DirectedScore", "read_records", "score_directed", "summarize_directed",
+           "write_records"]
 
 
 @dataclass
@@ -131,11 +133,19 @@ def score_directed(models: Mapping[str, DirectedModel | AviciModel],
 
 
 def summarize_directed(records: Sequence[DirectedScore], arms: Sequence[str],
-                       references: Sequence[str] = ("pc-kci", "bca", "v1"), seed: int = 0,
+                       references: Sequence[str] = ("pc-kci", "bca", "boss", "v1"),
+                       seed: int = 0,
                        n_resamples: int = 10_000) -> dict[str, Any]:
     """Per family and over all: each arm's mean F1 and nSHD, and its paired differences with
     each reference (95% bootstrap intervals, one seed); the first model (``v1``) is one more
-    reference when it was scored."""
+    reference when it was scored. An instance is counted once: records of the same instance
+    (family, split, index) twice are refused."""
+    seen: set[tuple[str, str, int]] = set()
+    for record in records:
+        key = (record.family, record.split, record.index)
+        if key in seen:
+            raise HeuresisError(f"instance {key} is scored twice in these records")
+        seen.add(key)
     groups: dict[str, list[DirectedScore]] = {}
     for record in records:
         groups.setdefault(record.family, []).append(record)
@@ -168,3 +178,16 @@ def summarize_directed(records: Sequence[DirectedScore], arms: Sequence[str],
 def write_records(records: Sequence[DirectedScore], path: str | Path) -> None:
     Path(path).write_text(json.dumps([asdict(r) for r in records], indent=0) + "\n",
                           encoding="utf-8")
+
+
+def read_records(paths: Sequence[str | Path]) -> list[DirectedScore]:
+    """The records ``write_records`` wrote, from one or more files (e.g. one per family group
+    run in parallel), checked: a file that is not a list of records is a one-line error."""
+    out = []
+    for path in paths:
+        try:
+            items = json.loads(Path(path).read_text(encoding="utf-8"))
+            out += [DirectedScore(**item) for item in items]
+        except (OSError, ValueError, TypeError) as exc:
+            raise HeuresisError(f"{path}: not a study's records ({exc})") from None
+    return out

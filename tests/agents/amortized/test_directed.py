@@ -337,3 +337,43 @@ def test_the_first_model_decides_adjacency_and_the_directed_model_orients():
     assert info["scores"] == pytest.approx(score_graph(expected, truth))
     assert np.array_equal(expected.skeleton().astype(bool), selected)
     assert expected.is_dag()
+
+
+def test_study_records_from_parallel_runs_pool_into_one_summary(stream, tmp_path, capsys):
+    """Two studies on different families, written with --json, summarized together by
+    --records: the pooled summary is the one of scoring them in one run; an instance twice is
+    refused."""
+    import argparse
+
+    from agents.amortized.cli import add_arguments, run
+    from agents.amortized.study import read_records, write_records
+
+    model_dir = fit_directed(stream, tmp_path / "m", FitSettings(
+        steps=2, checkpoint_every=2, warmup=1), SMALL)
+    model = load_directed(model_dir)[0]
+    keys = {f: [InstanceKey(f, "dev", 0, d=5, n=200)] for f in ("lg", "anm")}
+    parts = {f: score_directed({"m": model}, k, bca={"lg": "pc-kci", "anm": "pc-kci"})
+             for f, k in keys.items()}
+    for family, records in parts.items():
+        write_records(records, tmp_path / f"{family}.json")
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+
+    def study(*extra: str) -> int:
+        return run(parser.parse_args(["study", "--resamples", "200", *extra]))
+
+    assert study("--records", str(tmp_path / "lg.json"), "--records", str(tmp_path / "anm.json"),
+                 "--json", str(tmp_path / "pooled.json")) == 0
+    pooled = json.loads((tmp_path / "pooled.summary.json").read_text())["summary"]
+    direct = summarize_directed(parts["lg"] + parts["anm"], ["m:f1-dag", "m:shd-dag"],
+                                n_resamples=200)
+    assert pooled["all"]["n"] == 2 and pooled["all"]["m:f1-dag"] == direct["all"]["m:f1-dag"]
+    assert pooled["all"]["delta"] == direct["all"]["delta"]
+    assert "m:f1-dag - boss nshd" in pooled["all"]["delta"]
+    assert len(read_records([tmp_path / "pooled.json"])) == 2
+    assert "| all | m:f1-dag |" in capsys.readouterr().out
+    with pytest.raises(HeuresisError, match="scored twice"):
+        study("--records", str(tmp_path / "lg.json"), "--records", str(tmp_path / "lg.json"))
+    (tmp_path / "bad.json").write_text('{"not": "records"}')
+    with pytest.raises(HeuresisError, match="not a study's records"):
+        study("--records", str(tmp_path / "bad.json"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from typing import Any
 
 
 class HeuresisError(ValueError):
@@ -29,6 +30,11 @@ class UnknownNameError(HeuresisError, KeyError):
 
     def __str__(self) -> str:  # KeyError would otherwise quote the whole message
         return str(self.args[0])
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # rebuilt from its own arguments, so it crosses a process boundary (a worker's error)
+        # with its type, kind, name and known names
+        return (type(self), (self.kind, self.name, self.known))
 
 
 class InstanceFormatError(HeuresisError):

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import pickle
 import threading
 
 import pytest
 
-from heuresis_env.errors import HeuresisError
+from heuresis_env.errors import HeuresisError, UnknownNameError
 from heuresis_env.threads import can_fork, parallel_map, start_method
 
 #: set by a test before a map: a forked worker sees the new value, a spawned one this one
@@ -121,3 +122,18 @@ def test_an_exception_pickle_cannot_rebuild_comes_back_as_its_text_not_a_broken_
     with pytest.raises(RuntimeError, match="_Unrebuildable: job 2: cannot go on") as raised:
         list(parallel_map(_fail_unrebuildable, range(4), 2))
     assert raised.value.__notes__ == ["(raised by parallel_map while running job 3 of 4)"]
+
+
+def _unknown_name(job: int) -> int:
+    if job == 1:
+        raise UnknownNameError("family", "wlid", ["lg", "wild"])
+    return job
+
+
+def test_an_unknown_name_crosses_a_process_as_itself():
+    error = UnknownNameError("family", "wlid", ["lg", "wild"])
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is UnknownNameError and str(copy) == str(error)
+    assert (copy.kind, copy.name, copy.known) == ("family", "wlid", ["lg", "wild"])
+    with pytest.raises(UnknownNameError, match="Did you mean 'wild'"):
+        list(parallel_map(_unknown_name, range(3), 2))

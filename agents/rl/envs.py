@@ -21,7 +21,7 @@ from heuresis_env.evaluation import make_environment
 from heuresis_env.evidence import EvidenceProvider
 from heuresis_env.generation import InstanceKey, expand_families, generate_instance
 from heuresis_env.policy import EpisodeResult, EpisodeSettings, Policy, run_episode
-from heuresis_env.threads import parallel_map
+from heuresis_env.threads import parallel_map, start_method
 
 __all__ = [
     "FamilyMix",
@@ -194,7 +194,7 @@ def make_training_env(family: str, settings: EpisodeSettings, indices: Sequence[
                                        seed + k)
                  for k in range(check_int("n_envs", n_envs))]
     if vectorization == "subproc" and n_envs > 1:
-        env = SubprocVecEnv(factories, start_method="fork")
+        env = SubprocVecEnv(factories, start_method=start_method())
     else:
         env = DummyVecEnv(factories)
     env.seed(seed)

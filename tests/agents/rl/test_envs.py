@@ -76,3 +76,16 @@ def test_family_mix_plays_every_family_once_per_round_with_one_action_mask():
         assert np.array_equal(env.env_method("action_masks")[0],
                               mix.envs[mix.family].get_wrapper_attr("action_masks")())
     assert sorted(seen[:2]) == sorted(seen[2:]) == ["lg", "wild"]
+
+
+def test_subprocess_vectorization_starts_its_workers_the_projects_way():
+    """SubprocVecEnv's workers start by heuresis_env.threads.start_method (fork only where
+    can_fork says it is safe) and play the same first observation as the in-process copies."""
+    subproc = make_training_env("wild", SETTINGS, [0], n_envs=2, vectorization="subproc",
+                                flatten=True, **TINY)
+    dummy = make_training_env("wild", SETTINGS, [0], n_envs=2, flatten=True, **TINY)
+    try:
+        assert np.array_equal(subproc.reset(), dummy.reset())
+    finally:
+        subproc.close()
+        dummy.close()

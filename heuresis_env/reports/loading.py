@@ -26,6 +26,7 @@ from typing import Any
 
 from heuresis_env.errors import HeuresisError, RunFormatError, UnknownNameError
 from heuresis_env.evaluation.integrity import verify_run
+from heuresis_env.evaluation.reference_check import ReferenceCheck, rederive_reference
 from heuresis_env.evaluation.run_format import (
     EpisodeRecord,
     InstanceId,
@@ -50,6 +51,9 @@ BCA, ORACLE, PC_KCI = "bca", "oracle", "pc-kci"
 #: ``guided-start`` policy): the PC-KCI reference of a report without a ``pc-kci`` run
 GUIDED_START = "guided-start"
 REFERENCE_POLICIES = (BCA, ORACLE, PC_KCI, GUIDED_START)
+#: what each reference stands for in the report (the messages about a refused one)
+REFERENCE_ROLES = {BCA: "BCA_φ", ORACLE: "the ideal oracle", PC_KCI: "the PC-KCI reference",
+                   GUIDED_START: "the PC-KCI reference"}
 #: a run's ``attribution`` when its policy and model are only its files' claim (an imported log)
 SELF_REPORTED = "self-reported"
 
@@ -364,6 +368,10 @@ class LoadedRuns:
     question_runs: list[RunDirectory] = field(default_factory=list)
     #: sealed runs read without their salt: nothing of them could be checked
     unverified: list[str] = field(default_factory=list)
+    #: the re-derivation of every run of a reference policy (verified or not, with why)
+    reference_checks: list[ReferenceCheck] = field(default_factory=list)
+    #: the reference arms left out (a run not re-derived), each with why, one line
+    refused_references: list[tuple[Arm, str]] = field(default_factory=list)
 
     def families(self) -> list[str]:
         return family_order({f for arm in self.arms for f in arm.families()})
@@ -398,6 +406,8 @@ def load_runs(paths: Sequence[str | os.PathLike], allow_mixed: bool = False) -> 
             warnings += check_compatible(group, allow_mixed)
     arms = build_arms(runs) if runs else []
     check_references(arms)
+    arms, checks, refused = verify_references(arms)
+    warnings[:0] = [refused_text(arm, reason) for arm, reason in refused]
     warnings += [f"{arm.label}: {arm.error_summary()}; its means leave them out"
                  for arm in arms if arm.errored()]
     warnings += [f"{arm.label}: {note}" for arm in arms
@@ -405,7 +415,7 @@ def load_runs(paths: Sequence[str | os.PathLike], allow_mixed: bool = False) -> 
     warnings += [self_reported_text(arm) for arm in arms if self_reported(arm)]
     if unverified:
         warnings.insert(0, unverified_text(unverified))
-    return LoadedRuns(runs, arms, warnings, question_runs, unverified)
+    return LoadedRuns(runs, arms, warnings, question_runs, unverified, checks, refused)
 
 
 def salt_available(run: RunDirectory) -> bool:
@@ -455,6 +465,40 @@ def check_references(arms: Sequence[Arm]) -> None:
                 f"e.g. {first.episode_id}: {first.error}. Every gain in the report is measured "
                 "from this reference, so it is refused: fix the cause and run it again (or "
                 "leave it out of the report)")
+
+
+def verify_references(arms: Sequence[Arm]
+                      ) -> tuple[list[Arm], list[ReferenceCheck], list[tuple[Arm, str]]]:
+    """Re-derive every run of a reference arm (BCA_φ, the oracle, PC-KCI:
+    :func:`~heuresis_env.evaluation.reference_check.rederive_reference`), on every split, and
+    leave out each arm with a run that is not what its policy gives again: every gain and
+    headroom of the report is measured from a reference, so one that only says it is one (an
+    oracle's results relabelled ``bca``, edited final graphs) is never used. Returns the arms
+    kept, every run's check, and the refused arms with why."""
+    kept: list[Arm] = []
+    checks: list[ReferenceCheck] = []
+    refused: list[tuple[Arm, str]] = []
+    for arm in arms:
+        if arm.policy not in REFERENCE_POLICIES:
+            kept.append(arm)
+            continue
+        arm_checks = [rederive_reference(run) for run in arm.runs]
+        checks += arm_checks
+        failed = [check for check in arm_checks if not check.verified]
+        if failed:
+            refused.append((arm, "; ".join(check.text() for check in failed)))
+        else:
+            kept.append(arm)
+    return kept, checks, refused
+
+
+def refused_text(arm: Arm, reason: str) -> str:
+    """Why a reference arm is left out of the report (issue 46, route 6)."""
+    return (f"UNVERIFIED reference {arm.label}, not used as {REFERENCE_ROLES[arm.policy]}: a "
+            "reference is re-derived from its instances (its policy played again with its "
+            f"options must give the graphs it recorded), and this one was not — {reason}. It "
+            "is left out of the report, so what is measured from it (Δʳ_φ, the headrooms) is "
+            "not computed here; run the reference again with `heuresis evaluate`.")
 
 
 # ---- the name-only probe's output (``heuresis probe --out DIR``) --------------------------------

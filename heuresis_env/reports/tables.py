@@ -382,9 +382,14 @@ def reference_table(loaded: LoadedRuns, settings: Settings,
                    "F1 oracle", "selection headroom [95% CI]", "repair headroom [95% CI]"])
     bca, oracle = (reference_arm(loaded.arms, p) for p in (BCA, ORACLE))
     pc_kci = pc_kci_arm(loaded.arms)
+    refused = sorted({arm.policy for arm, _ in loaded.refused_references})
+    refused_note = (f"Refused as references (UNVERIFIED: not re-derived from their instances, "
+                    f"see the warnings): {', '.join(refused)}." if refused else "")
     if bca is None and pc_kci is None and oracle is None:
-        table.notes.append("No reference runs (policies bca, oracle, pc-kci) were given, so "
+        given = "were given" if not refused else "are usable"
+        table.notes.append(f"No reference runs (policies bca, oracle, pc-kci) {given}, so "
                            "there are no reference points, residual gains or headrooms.")
+        table.notes += [refused_note] if refused else []
         return table
     for family in families:
         present = [a for a in (bca, pc_kci, oracle) if a is not None]
@@ -420,6 +425,7 @@ def reference_table(loaded: LoadedRuns, settings: Settings,
     if missing:
         table.notes.append(f"Missing reference runs: {', '.join(missing)} (their columns are "
                            f"{MISSING}).")
+    table.notes += [refused_note] if refused else []
     return table
 
 

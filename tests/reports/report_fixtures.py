@@ -1,5 +1,6 @@
 """Run directories for the report's tests, written in the run format (RUN_FORMAT.md) from
-real episodes: scripted policies drive the real environment on real instances, the env
+real episodes: scripted policies and the real reference policies (``bca``, ``pc-kci``,
+``oracle``, which a report re-derives) drive the real environment on real instances, the env
 writes real traces and scores, and this module writes config.json and results.jsonl.
 
 The policies are importable (``tests.reports.report_fixtures:AgentPolicy``) so that
@@ -80,43 +81,6 @@ class AlgorithmPolicy(ScriptedPolicy):
         if self.stage == 2:
             return [_action("load_graph", name="out")]
         return [_action("submit")]
-
-
-class OraclePolicy(ScriptedPolicy):
-    """The ideal oracle: PC-KCI's output with every wrongly deleted true edge restored (it
-    reads the hidden record, as only the oracle may)."""
-
-    name = "oracle"
-
-    def __init__(self, family: str = "lg", d: int = 5, n: int = 200, split: str = "dev"):
-        self.family, self.d, self.n, self.split = family, d, n, split
-
-    def plan(self, observation: Any) -> list[str]:
-        self.stage += 1
-        if self.stage > 1:
-            return [_action("submit")]
-        graph = oracle_graph(self.family, self.split, self.index, self.d, self.n)
-        return [_action("set_graph", edges=[str(e) for e in graph.edges()])]
-
-
-def oracle_graph(family: str, split: str, index: int, d: int, n: int):
-    """PC-KCI's output on the instance with the wrongly deleted true edges restored."""
-    from heuresis_env.discovery.algorithms import run_algorithm
-    from heuresis_env.discovery.pc import Deletion
-    from heuresis_env.generation.instances import InstanceKey, generate_instance
-
-    instance = generate_instance(InstanceKey(family, split, index, d=d, n=n))
-    result = run_algorithm("pc-kci", instance.X, instance.names)
-    repaired = result.graph.copy()
-    true_dag = instance.record.dag
-    for record in result.extras["deletion_log"]:
-        deletion = Deletion.from_dict(record)
-        if true_dag.adjacent(deletion.x, deletion.y):
-            if deletion.y in true_dag.children(deletion.x):
-                repaired.add_directed(deletion.x, deletion.y)
-            else:
-                repaired.add_directed(deletion.y, deletion.x)
-    return repaired
 
 
 class AgentPolicy(ScriptedPolicy):
@@ -271,22 +235,40 @@ def run_policy(path: str | os.PathLike, policy_name: str, make_policy, *,
 FIXTURE_SETTINGS = EpisodeSettings(max_steps=12, max_seconds=600.0)
 FIXTURE_FAMILIES = ("lg", "anm")
 FIXTURE_COUNT = 3
+#: the fixture's BCA_φ (a selection file the real ``bca`` policy reads: selecting on the fly
+#: would run every candidate algorithm on ten development instances)
 BCA_BY_FAMILY = {"lg": "ges", "anm": "pc-kci"}
+SELECTION_NAME = "bca_selection.json"
+
+
+def reference_runs(root: str | os.PathLike, **common: Any) -> dict[str, Path]:
+    """The three references as the report re-derives them: the real registered ``bca``
+    (with the fixture's selection file, written into ``root``), ``pc-kci`` and ``oracle``
+    policies, with their options recorded."""
+    from heuresis_env.evaluation.policies import make_policy
+
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    selection = root / SELECTION_NAME
+    selection.write_text(json.dumps({"bca": BCA_BY_FAMILY}))
+    options: dict[str, dict[str, Any]] = {
+        "bca": {"selection_path": str(selection)}, "pc-kci": {}, "oracle": {}}
+    return {name: run_policy(root / name, name,
+                             lambda f, r, name=name: make_policy(name, options[name]),
+                             policy_options=options[name] or None, **common)
+            for name in options}
 
 
 def write_standard_runs(root: str | os.PathLike) -> dict[str, Path]:
-    """The fixture set: the three references, an agent with two repeats (one truncated
-    episode each), its guided and minimal-toolbox variants, and a priced "llm" agent."""
+    """The fixture set: the three references (real runs of the reference policies), an agent
+    with two repeats (one truncated episode each), its guided and minimal-toolbox variants,
+    and a priced "llm" agent."""
     from dataclasses import replace
 
     root = Path(root)
     common = dict(families=FIXTURE_FAMILIES, count=FIXTURE_COUNT, settings=FIXTURE_SETTINGS)
     runs = {
-        "bca": run_policy(root / "bca", "bca",
-                          lambda f, r: AlgorithmPolicy(BCA_BY_FAMILY[f]), **common),
-        "pc-kci": run_policy(root / "pc-kci", "pc-kci",
-                             lambda f, r: AlgorithmPolicy("pc-kci"), **common),
-        "oracle": run_policy(root / "oracle", "oracle", lambda f, r: OraclePolicy(f), **common),
+        **reference_runs(root, **common),
         "agent": run_policy(root / "agent", "agent",
                             lambda f, r: AgentPolicy(truncate_index=r), repeats=2, **common),
         "agent-guided": run_policy(root / "agent-guided", "agent",

@@ -25,7 +25,6 @@ not verified, and :class:`ReferenceCheck` says why in one line.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -41,10 +40,15 @@ from heuresis_env.evaluation.policies import (
     registered_policies,
     registered_references,
 )
-from heuresis_env.evaluation.run_format import RunDirectory, episode_seed, run_salt
+from heuresis_env.evaluation.run_format import (
+    EpisodeRecord,
+    RunDirectory,
+    episode_seed,
+    run_salt,
+)
 from heuresis_env.generation.salts import SealedSalt, sealing_salt
 from heuresis_env.graphs import Graph, GraphError
-from heuresis_env.policy import EpisodeSettings
+from heuresis_env.policy import EpisodeSettings, Policy
 
 #: the worker name of a re-derived episode (never written anywhere)
 WORKER = "reference-check"
@@ -106,7 +110,7 @@ def _settings(run: RunDirectory) -> EpisodeSettings:
     return replace(settings, max_seconds=None)  # type: ignore[arg-type]
 
 
-def _policy(run: RunDirectory):
+def _policy(run: RunDirectory) -> Policy:
     """The registered policy the run names, built here with its recorded options."""
     name = run.policy
     options = run.policy_options
@@ -170,7 +174,7 @@ def rederive_reference(run: RunDirectory, salt: SealedSalt | str | None = None
     return ReferenceCheck(run.path, run.policy, True, checked)
 
 
-def _rederive_episode(runner: EpisodeRunner, episode: Any) -> str:
+def _rederive_episode(runner: EpisodeRunner, episode: EpisodeRecord) -> str:
     """Why the episode is not what the policy gives again ("" when it is)."""
     task = EpisodeTask(episode.episode_id, episode.family, episode.split, episode.index,
                        episode.repeat, episode_seed(episode.episode_id))
@@ -196,9 +200,4 @@ def _rederive_episode(runner: EpisodeRunner, episode: Any) -> str:
             f"instance: {_graph_difference(recorded, derived)}{cut}")
 
 
-def reference_paths_text(checks: list[ReferenceCheck]) -> str:
-    """The runs of checks, joined (for a message)."""
-    return ", ".join(os.fspath(c.path) for c in checks)
-
-
-__all__ = ["ReferenceCheck", "rederive_reference", "reference_paths_text"]
+__all__ = ["ReferenceCheck", "rederive_reference"]

@@ -709,6 +709,16 @@ def test_a_reference_run_with_errors_is_refused(tmp_path):
         load_runs([tmp_path / "agent", tmp_path / "bca"])
 
 
+def test_the_references_are_real_runs_the_report_re_derives(runs, report):
+    """The fixture's references are runs of the registered reference policies, so the report
+    re-derives each of their episodes and uses them (issue 46, route 6)."""
+    loaded = load_runs([runs[name] for name in ("agent", "bca", "pc-kci", "oracle")])
+    assert [(c.policy, c.verified, c.checked) for c in loaded.reference_checks] == [
+        ("bca", True, 6), ("oracle", True, 6), ("pc-kci", True, 6)]
+    assert not loaded.refused_references
+    assert not any("UNVERIFIED" in warning for warning in report.warnings)
+
+
 def test_the_same_data_gets_the_same_interval_in_every_table(tmp_path):
     """One bootstrap function, seeded by the data: a − b mirrors b − a exactly, and the
     reference table's selection headroom equals Table 7's comparison of the same arms."""

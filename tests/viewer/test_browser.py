@@ -28,6 +28,8 @@ def pages(viewer_runs, tmp_path_factory) -> Path:
     build_site(runs, out / "viewer")
     build_report(runs, out / "report", viewer="../viewer/index.html", n_resamples=200,
                  proposition_kept=200, trace_analysis=False)
+    # the bca run is the real policy's: the report re-derives it and uses it as BCA_phi
+    assert "UNVERIFIED" not in (out / "report" / "report.md").read_text(encoding="utf-8")
     return out
 
 

@@ -19,8 +19,10 @@ environment's reset — a guided start's evidence — and scoring).
 ``--record`` appends the measurement (date, commit, command, machine load, every run's wall and
 CPU seconds) to ``benchmarks/results/main_job.jsonl``; ``--update-readme`` rewrites the
 README's figures of the default demo (n = 200, 6 instances per family) from the latest record
-of that size, between the README's ``main-job figures`` markers. ``tests/test_docs.py`` fails
-when the README's figures and that record disagree beyond the README's stated range.
+of that size, between the README's ``main-job figures`` markers, and the table of its runs in
+``docs/performance.md`` (between its ``main-job runs`` markers). ``tests/test_docs.py`` fails
+when the README's figures and that record disagree beyond the README's stated range, or when
+the page's table is not the one the record gives.
 
 Options after ``--`` go to ``heuresis demo`` unchanged (e.g. ``-- --no-rl``).
 """
@@ -47,6 +49,10 @@ README = ROOT / "README.md"
 #: the README's generated sentence sits between these markers
 README_BEGIN = "<!-- main-job figures: python benchmarks/bench_main_job.py --update-readme -->"
 README_END = "<!-- /main-job figures -->"
+DOCS = ROOT / "docs" / "performance.md"
+#: the reference page's table of the same record sits between these markers
+DOCS_BEGIN = "<!-- main-job runs: python benchmarks/bench_main_job.py --update-readme -->"
+DOCS_END = "<!-- /main-job runs -->"
 #: the size of the default demo (``heuresis demo``), the one the README states
 DEMO_SIZE = {"n": 200, "count": 6}
 
@@ -203,10 +209,11 @@ def git_commit() -> str:
 
 
 def measurement(runs: dict[str, list[dict]], n: int, count: int, workers: int,
-                extra: list[str]) -> dict:
+                extra: list[str], repeats: int = 1) -> dict:
     """One record: when, what, on which machine under which load, and every run's figures."""
     command = (f"python benchmarks/bench_main_job.py --n {n} --count {count} "
-               f"--workers {workers}" + (f" -- {' '.join(extra)}" if extra else ""))
+               f"--workers {workers}" + (f" --repeats {repeats}" if repeats > 1 else "")
+               + (f" -- {' '.join(extra)}" if extra else ""))
     loads = [r[key] for label in runs for r in runs[label]
              for key in ("load_before", "load_after")]
     return {"date": time.strftime("%Y-%m-%d", time.gmtime()), "commit": git_commit(),
@@ -244,16 +251,20 @@ def _seconds_range(runs: list[dict]) -> str:
 
 def readme_figures(record: dict) -> str:
     """The README's sentence of the default demo's figures, from one record."""
-    cpu = [r["user"] + r["sys"] for r in record["cold"]]
+    cpu = [round(r["user"] + r["sys"]) for r in record["cold"]]
+    cpu_range = f"{min(cpu)}" if min(cpu) == max(cpu) else f"{min(cpu)}–{max(cpu)}"
     runs = len(record["cold"])
+    # the job keeps its two workers busy (a load of about 2-3); above that, others were running
+    others = ("; other jobs were running" if record["load"][1] > record["cpus"] + 1.5
+              else "")
     return (f"Measured on {record['date']} at commit {record['commit']} "
             f"(`{record['command']} --record`, {runs} cold and {len(record['warm'])} warm "
             f"run{'s' if runs > 1 else ''}) on a shared {record['cpus']}-core machine under "
             f"load {record['load'][0]:.1f}–{record['load'][1]:.1f} (the 1-minute load "
-            f"average before and after each run; other jobs were running), it took "
-            f"{_seconds_range(record['cold'])} s with a cold cache ({round(min(cpu))} s CPU "
-            f"of the job's own processes) and {_seconds_range(record['warm'])} s warm, served "
-            "from the on-disk caches.")
+            f"average before and after each run{others}), it took "
+            f"{_seconds_range(record['cold'])} s with a cold cache ({cpu_range} s of CPU in "
+            f"the job's process tree, its forked policy processes not counted) and "
+            f"{_seconds_range(record['warm'])} s warm, served from the on-disk caches.")
 
 
 def stated_figures(readme: str) -> dict[str, tuple[int, int]]:
@@ -275,13 +286,42 @@ def stated_figures(readme: str) -> dict[str, tuple[int, int]]:
     return found
 
 
-def update_readme(record: dict, path: Path = README) -> None:
-    text = path.read_text(encoding="utf-8")
-    start, end = text.find(README_BEGIN), text.find(README_END)
-    if start < 0 or end < start:
-        raise SystemExit(f"{path} has no {README_BEGIN!r} … {README_END!r} block")
-    path.write_text(text[:start + len(README_BEGIN)] + readme_figures(record) + text[end:],
-                    encoding="utf-8")
+def runs_table(record: dict) -> str:
+    """The reference page's table of one record: every run with its wall and CPU seconds and
+    the machine's load before and after it (the text between ``DOCS_BEGIN`` and ``DOCS_END``)."""
+    lines = [f"Measured on {record['date']} at commit {record['commit']} on a "
+             f"{record['cpus']}-core machine: `{record['command']} --record` "
+             f"(`heuresis demo --n {record['n']} --count {record['count']} "
+             f"--workers {record['workers']}`, each cold run on an emptied cache, each warm "
+             "run on the cache the cold run before it left).", "",
+             "| run | wall s | user + sys s (the job's process tree) | machine busy s | "
+             "load before → after |", "|---|---|---|---|---|"]
+    rounds = max(len(record.get("cold", [])), len(record.get("warm", [])))
+    # in the order they ran: --repeats alternates a cold run and a warm one
+    for index, label in ((i, k) for i in range(rounds) for k in ("cold", "warm")):
+        if index < len(record.get(label, [])):
+            run = record[label][index]
+            busy = run.get("machine_busy")
+            lines.append(f"| {label} {index + 1} | {run['wall']:.1f} | "
+                         f"{run['user'] + run['sys']:.1f} | "
+                         f"{'–' if busy is None else f'{busy:.1f}'} | "
+                         f"{run['load_before']:.1f} → {run['load_after']:.1f} |")
+    return "\n" + "\n".join(lines) + "\n"
+
+
+def replace_between(path: Path, begin: str, end: str, text: str) -> None:
+    """Write ``text`` between the markers ``begin`` and ``end`` of the file at ``path``."""
+    content = path.read_text(encoding="utf-8")
+    start, stop = content.find(begin), content.find(end)
+    if start < 0 or stop < start:
+        raise SystemExit(f"{path} has no {begin!r} … {end!r} block")
+    path.write_text(content[:start + len(begin)] + text + content[stop:], encoding="utf-8")
+
+
+def update_readme(record: dict, path: Path = README, docs: Path = DOCS) -> None:
+    """The README's sentence and the reference page's table, from one record."""
+    replace_between(path, README_BEGIN, README_END, readme_figures(record))
+    replace_between(docs, DOCS_BEGIN, DOCS_END, runs_table(record))
 
 
 def main() -> None:
@@ -301,8 +341,8 @@ def main() -> None:
     parser.add_argument("--record", action="store_true",
                         help=f"append the measurement to {RESULTS.relative_to(ROOT)}")
     parser.add_argument("--update-readme", action="store_true",
-                        help="rewrite the README's figures from the latest record of the "
-                             "default demo's size")
+                        help="rewrite the README's figures and docs/performance.md's table from "
+                             "the latest record of the default demo's size")
     parser.add_argument("demo_args", nargs=argparse.REMAINDER,
                         help="after --: passed to heuresis demo")
     args = parser.parse_args()
@@ -337,7 +377,7 @@ def main() -> None:
                       f"{process['load_after']:.1f}", file=sys.stderr, flush=True)
         if args.record:
             record = measurement({k: v for k, v in processes.items() if v}, args.n,
-                                 args.count, args.workers, extra)
+                                 args.count, args.workers, extra, args.repeats)
             append_record(record)
             print(f"recorded in {RESULTS}", file=sys.stderr)
     if runs:

@@ -93,7 +93,21 @@ def test_the_readme_states_the_latest_recorded_main_job_figures():
                 "python benchmarks/bench_main_job.py --update-readme")
     assert stated["date"] == record["date"]
     block = readme[readme.index(bench.README_BEGIN):readme.index(bench.README_END)]
-    assert record["command"] in block and "under load" in block
+    assert record["command"] in block and f"at commit {record['commit']}" in block
+    assert f"under load {record['load'][0]:.1f}–{record['load'][1]:.1f}" in block
+
+
+def test_the_performance_page_shows_the_latest_recorded_main_job_runs():
+    """docs/performance.md's table of the main job is the latest record's, run by run (wall,
+    CPU, load before and after), as ``--update-readme`` writes it."""
+    bench = _bench_main_job()
+    record = bench.latest_record()
+    page = bench.DOCS.read_text(encoding="utf-8")
+    start, end = page.find(bench.DOCS_BEGIN), page.find(bench.DOCS_END)
+    assert 0 <= start < end, f"{bench.DOCS} has no {bench.DOCS_BEGIN!r} … block"
+    assert page[start + len(bench.DOCS_BEGIN):end] == bench.runs_table(record), (
+        "docs/performance.md's main-job table is not the latest record's; run "
+        "python benchmarks/bench_main_job.py --update-readme")
 
 
 def test_the_readme_check_fails_on_a_stale_figure():
@@ -114,3 +128,54 @@ def test_the_readme_check_fails_on_a_stale_figure():
     regenerated = bench.stated_figures(f"{bench.README_BEGIN}{text}{bench.README_END}")
     assert regenerated["cold"] == (98, 98) and regenerated["warm"] == (3, 5)
     assert "under load 3.2–9.9" in text and "Measured on 2026-12-07" in text
+
+
+LINK = re.compile(r"\]\(([\w./-]*\.md)?#([^)\s]+)\)")
+
+
+def heading_anchors(text: str) -> set[str]:
+    """The anchors GitHub gives a Markdown file's headings (code blocks skipped): the heading's
+    text without its link targets and punctuation, lower-cased, spaces as hyphens; a repeated
+    anchor gets -1, -2, …"""
+    anchors: set[str] = set()
+    fenced = False
+    for line in text.splitlines():
+        if re.match(r" {0,3}```+[^`]*$", line):  # a fence (not inline code at a line's start)
+            fenced = not fenced
+            continue
+        match = None if fenced else re.match(r"#{1,6} +(.*?) *#* *$", line)
+        if match is None:
+            continue
+        title = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", match.group(1)).lower()
+        anchor = re.sub(r"[^\w\- ]", "", title).replace(" ", "-")
+        unique, k = anchor, 0
+        while unique in anchors:
+            k += 1
+            unique = f"{anchor}-{k}"
+        anchors.add(unique)
+    return anchors
+
+
+def test_heading_anchors_are_spelled_as_github_spells_them():
+    text = ("# Performance: today's figures\n```python\n# not a heading\n```\n"
+            "```` ```json ```` inline, not a fence\n"
+            "## The full-size job (`--n 600 --count 32`)\n## GES: causal-learn's result\n"
+            "### [Ray](x.md) on a *local* cluster\n## Notes\n## Notes\n")
+    assert heading_anchors(text) == {
+        "performance-todays-figures", "the-full-size-job---n-600---count-32",
+        "ges-causal-learns-result", "ray-on-a-local-cluster", "notes", "notes-1"}
+
+
+def test_every_link_to_a_heading_of_the_docs_finds_it():
+    """A link ``page.md#anchor`` (or ``#anchor`` within a page) in the README or docs/ names
+    a heading that page has — so moving a section (docs/performance.md's history went to
+    docs/performance-log.md) cannot leave a link pointing nowhere."""
+    broken = []
+    for path in DOCUMENTS:
+        for target, anchor in LINK.findall(path.read_text(encoding="utf-8")):
+            page = (path.parent / target) if target else path
+            if not page.is_file():
+                broken.append(f"{path.relative_to(ROOT)}: {target} does not exist")
+            elif anchor not in heading_anchors(page.read_text(encoding="utf-8")):
+                broken.append(f"{path.relative_to(ROOT)}: {target or 'itself'}#{anchor}")
+    assert not broken, broken

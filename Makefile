@@ -62,12 +62,15 @@ test: lint typecheck browser local-llm bytecode
 test-fast: lint typecheck browser local-llm bytecode
 	$(PYTEST) -m "not slow"
 
-# The adversarial suite and the sandbox's tests as a normal user (issue 30). Run as root: a
-# user is created when missing (useradd) and the tests run as it through runuser
-# (tests/adversarial/test_unprivileged.py); as a normal user, run them directly.
+# The adversarial suite and the sandbox's tests as a normal user (issue 30), in TEST_WORKERS
+# processes as the suite. Run as root: a user is created when missing (useradd) and the tests
+# run as it through runuser (tests/adversarial/test_unprivileged.py); as a normal user, run
+# them directly.
+UNPRIVILEGED_TESTS = -n $(TEST_WORKERS) --dist load tests/adversarial tests/env/test_sandbox.py
 test-unprivileged: bytecode
-	@if [ "$$(id -u)" = 0 ]; then $(BIN)/python -m tests.adversarial.test_unprivileged; \
-	else $(BIN)/python -m pytest -q tests/adversarial tests/env/test_sandbox.py; fi
+	@if [ "$$(id -u)" = 0 ]; then \
+	$(BIN)/python -m tests.adversarial.test_unprivileged $(UNPRIVILEGED_TESTS); \
+	else $(BIN)/python -m pytest -q $(UNPRIVILEGED_TESTS); fi
 
 lint: install
 	$(BIN)/ruff check heuresis_env agents baselines heuresis tests benchmarks examples

@@ -101,6 +101,10 @@ def test_make_test_runs_the_whole_suite_in_parallel_and_ci_runs_make_test():
     assert "--dist loadgroup" not in pytest_line.group(1)
     recipe = re.search(r"^test: .*\n\t(.+)$", makefile, re.MULTILINE)
     assert recipe and recipe.group(1).strip() == "$(PYTEST)"
+    # the adversarial suite's rerun as a normal user runs in the same workers
+    rerun = re.search(r"^UNPRIVILEGED_TESTS = (.+)$", makefile, re.MULTILINE)
+    assert rerun and "-n $(TEST_WORKERS) --dist load" in rerun.group(1)
+    assert makefile.count("$(UNPRIVILEGED_TESTS)") == 2  # as root and as a normal user
     readme = (ROOT / "README.md").read_text()
     assert "make test   #" in readme.split("\n\n")[1]
     ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()

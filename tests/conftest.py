@@ -32,3 +32,72 @@ def _machine_wide_resource(request):
     (name,) = marker.args
     with FileLock(os.path.join(tempfile.gettempdir(), f"heuresis-tests-{name}.lock")):
         yield
+
+
+#: the slow tests that take longest (minutes of training or a whole job), started first
+LONGEST_FIRST = (
+    "tests/test_examples.py::test_train_repair_policy",
+    "tests/agents/rl/test_train.py::test_trained_policy_beats",
+    "tests/agents/amortized/test_directed.py::test_a_small_directed_model",
+    "tests/agents/amortized/test_amortized.py::test_a_model_trained",
+    "tests/agents/test_learned_repair.py::test_learned_repair_beats",
+    "tests/test_demo.py::",
+)
+
+
+def _moves_freely(item) -> bool:
+    """Whether a test can run apart from its module's other tests at no extra cost: it uses no
+    fixture of module, class or package scope (that would be set up again where it goes)."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return all(definitions[-1].scope in ("function", "session")
+               for definitions in info.name2fixturedefs.values() if definitions)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """Under ``pytest -n N`` with ``--dist load`` (``make test``) the slow tests start first, shared
+    among the workers: xdist hands each worker a first block of consecutive tests
+    (``len(items) // N // 4`` of them, as xdist 3 computes it) and the rest a few at a time to
+    whichever worker is free. Left in place, a long test collected late (the RL example's
+    training, near the end) starts when the other worker has little left and runs alone; here
+    the slow tests that can move without their module's fixtures head the workers' first
+    blocks, the longest first, those holding one machine-wide resource on one worker. Only
+    the order changes: the same tests run, each with the same fixtures."""
+    # a worker knows its number of peers (xdist sets the variable); it sees its own --dist as
+    # "no", so the order is the same under every distribution (only load's blocks use it)
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
+    if workers < 2:
+        return
+    chunk = max(min(len(items) // workers // 4, config.getoption("maxschedchunk") or len(items)),
+                2)
+    slow = [item for item in items
+            if item.get_closest_marker("slow") is not None and _moves_freely(item)]
+    if not slow or chunk * workers > len(items):
+        return
+
+    def rank(item) -> int:
+        return next((k for k, prefix in enumerate(LONGEST_FIRST)
+                     if item.nodeid.startswith(prefix)), len(LONGEST_FIRST))
+
+    lanes: list[list] = [[] for _ in range(workers)]
+    resource_lane: dict[str, int] = {}
+    for item in sorted(slow, key=rank):  # stable: collection order within a rank
+        marker = item.get_closest_marker("machine_wide")
+        name = marker.args[0] if marker is not None else None
+        lane = resource_lane.get(name) if name is not None else None
+        if lane is None:
+            lane = min(range(workers), key=lambda k: len(lanes[k]))
+            if name is not None:
+                resource_lane[name] = lane
+        lanes[lane].append(item)
+    moved = {id(item) for item in slow}
+    rest = [item for item in items if id(item) not in moved]
+    ordered = []
+    for lane in lanes:
+        ordered += lane
+        take = max(chunk - len(lane), 0)
+        ordered += rest[:take]
+        rest = rest[take:]
+    items[:] = ordered + rest

@@ -126,3 +126,47 @@ def test_a_machine_wide_test_holds_its_lock_while_it_runs():
     done = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True,
                           text=True, check=True)
     assert done.stdout.strip() == "held"
+
+
+def test_under_xdist_the_slow_tests_head_each_workers_first_block(monkeypatch):
+    """tests/conftest.py's ordering (issue 42): with two workers, the slow tests that can move
+    start the two workers' first blocks, longest first, one machine-wide resource on one
+    worker; a slow test using its module's fixtures stays; the same tests run."""
+    from types import SimpleNamespace
+
+    from tests import conftest
+
+    def item(nodeid, slow=False, resource=None, scope="function"):
+        marks = {"slow": slow, "machine_wide": resource is not None}
+        fixture = SimpleNamespace(scope=scope)
+        return SimpleNamespace(
+            nodeid=nodeid, _fixtureinfo=SimpleNamespace(name2fixturedefs={"f": [fixture]}),
+            get_closest_marker=lambda name: (SimpleNamespace(args=(resource,))
+                                             if marks.get(name) else None))
+
+    quick = [item(f"tests/test_a.py::test_{k}") for k in range(40)]
+    ray = [item(f"tests/test_r.py::test_ray_{k}", slow=True, resource="ray") for k in range(2)]
+    stays = item("tests/test_m.py::test_uses_a_module_run", slow=True, scope="module")
+    demo = item("tests/test_demo.py::test_demo", slow=True)
+    example = item("tests/test_examples.py::test_train_repair_policy_learns", slow=True)
+    items = [*quick[:20], *ray, stays, *quick[20:], demo, example]
+    before = list(items)
+    config = SimpleNamespace(getoption=lambda name, default=None: {
+        "maxschedchunk": None}.get(name, default))
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "2")
+    conftest.pytest_collection_modifyitems(config, items)
+    assert sorted(map(id, items)) == sorted(map(id, before))  # the same tests
+    chunk = len(items) // 2 // 4  # xdist's first block per worker
+    first, second = items[:chunk], items[chunk:2 * chunk]
+    assert first[0] is example and second[0] is demo  # the longest first, one on each
+    lane_of = {id(t): (0 if t in first else 1 if t in second else None) for t in ray}
+    assert len(set(lane_of.values())) == 1 and None not in lane_of.values()
+    moved = (example, demo, *ray)
+    assert stays not in first + second  # with its module's fixture, it stays in its place:
+    assert [t for t in items if t not in moved] == [t for t in before if t not in moved]
+    # without xdist (or with one worker) nothing moves
+    for env in ("0", "1"):
+        items = list(before)
+        monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", env)
+        conftest.pytest_collection_modifyitems(config, items)
+        assert items == before

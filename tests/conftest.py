@@ -41,30 +41,32 @@ LONGEST_FIRST = (
     "tests/agents/amortized/test_directed.py::test_a_small_directed_model",
     "tests/agents/amortized/test_amortized.py::test_a_model_trained",
     "tests/agents/test_learned_repair.py::test_learned_repair_beats",
+    "tests/agents/llm/test_local_models.py::",
     "tests/test_demo.py::",
 )
 
 
-def _moves_freely(item) -> bool:
-    """Whether a test can run apart from its module's other tests at no extra cost: it uses no
-    fixture of module, class or package scope (that would be set up again where it goes)."""
+def _shared_fixtures(item) -> set[str]:
+    """The fixtures of module, class or package scope a test uses: set up once for the tests
+    of its module that one worker runs in a row, and again wherever such a test goes apart."""
     info = getattr(item, "_fixtureinfo", None)
     if info is None:
-        return False
-    return all(definitions[-1].scope in ("function", "session")
-               for definitions in info.name2fixturedefs.values() if definitions)
+        return {"(unknown)"}
+    return {name for name, definitions in info.name2fixturedefs.items()
+            if definitions and definitions[-1].scope not in ("function", "session")}
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
-    """Under ``pytest -n N`` with ``--dist load`` (``make test``) the slow tests start first, shared
-    among the workers: xdist hands each worker a first block of consecutive tests
+    """Under ``pytest -n N`` with ``--dist load`` (``make test``) the slow tests start first,
+    shared among the workers: xdist hands each worker a first block of consecutive tests
     (``len(items) // N // 4`` of them, as xdist 3 computes it) and the rest a few at a time to
     whichever worker is free. Left in place, a long test collected late (the RL example's
     training, near the end) starts when the other worker has little left and runs alone; here
-    the slow tests that can move without their module's fixtures head the workers' first
-    blocks, the longest first, those holding one machine-wide resource on one worker. Only
-    the order changes: the same tests run, each with the same fixtures."""
+    the slow tests head the workers' first blocks, the longest first. A slow test whose
+    module-scoped fixtures the module's other tests use too stays in place (moved, it would
+    set them up again); slow tests sharing such fixtures, or one machine-wide resource, go to
+    one worker together. Only the order changes: the same tests run, with the same fixtures."""
     # a worker knows its number of peers (xdist sets the variable); it sees its own --dist as
     # "no", so the order is the same under every distribution (only load's blocks use it)
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
@@ -72,8 +74,19 @@ def pytest_collection_modifyitems(config, items):
         return
     chunk = max(min(len(items) // workers // 4, config.getoption("maxschedchunk") or len(items)),
                 2)
-    slow = [item for item in items
-            if item.get_closest_marker("slow") is not None and _moves_freely(item)]
+
+    def module(item) -> str:
+        return item.nodeid.split("::", 1)[0]
+
+    def is_slow(item) -> bool:
+        return item.get_closest_marker("slow") is not None
+
+    kept: dict[str, set[str]] = {}  # per module, the shared fixtures its quick tests use
+    for item in items:
+        if not is_slow(item):
+            kept.setdefault(module(item), set()).update(_shared_fixtures(item))
+    slow = [item for item in items if is_slow(item)
+            and not _shared_fixtures(item) & kept.get(module(item), set())]
     if not slow or chunk * workers > len(items):
         return
 
@@ -81,16 +94,19 @@ def pytest_collection_modifyitems(config, items):
         return next((k for k, prefix in enumerate(LONGEST_FIRST)
                      if item.nodeid.startswith(prefix)), len(LONGEST_FIRST))
 
-    lanes: list[list] = [[] for _ in range(workers)]
-    resource_lane: dict[str, int] = {}
-    for item in sorted(slow, key=rank):  # stable: collection order within a rank
+    def together(item) -> list[str]:
         marker = item.get_closest_marker("machine_wide")
-        name = marker.args[0] if marker is not None else None
-        lane = resource_lane.get(name) if name is not None else None
+        keys = [f"machine_wide:{marker.args[0]}"] if marker is not None else []
+        return keys + ([f"fixtures:{module(item)}"] if _shared_fixtures(item) else [])
+
+    lanes: list[list] = [[] for _ in range(workers)]
+    lane_of: dict[str, int] = {}
+    for item in sorted(slow, key=rank):  # stable: collection order within a rank
+        keys = together(item)
+        lane = next((lane_of[k] for k in keys if k in lane_of), None)
         if lane is None:
             lane = min(range(workers), key=lambda k: len(lanes[k]))
-            if name is not None:
-                resource_lane[name] = lane
+        lane_of.update(dict.fromkeys(keys, lane))
         lanes[lane].append(item)
     moved = {id(item) for item in slow}
     rest = [item for item in items if id(item) not in moved]

@@ -130,9 +130,10 @@ def test_a_machine_wide_test_holds_its_lock_while_it_runs():
 
 def test_under_xdist_the_slow_tests_head_each_workers_first_block(monkeypatch):
     """tests/conftest.py's ordering (issue 42): with two workers, the slow tests start the two
-    workers' first blocks, longest first; tests holding one machine-wide resource, or sharing
-    module fixtures, on one worker; a slow test whose module fixture quick tests use too stays
-    in place; the same tests run, the others in their order."""
+    workers' first blocks, the longest first, each to the worker with less slow work so far;
+    tests holding one machine-wide resource, or sharing module fixtures, on one worker (the
+    latter in a row); a slow test whose module fixture quick tests use too stays in place;
+    the same tests run, the others in their order."""
     from types import SimpleNamespace
 
     from tests import conftest
@@ -147,28 +148,32 @@ def test_under_xdist_the_slow_tests_head_each_workers_first_block(monkeypatch):
             get_closest_marker=lambda name: (SimpleNamespace(args=(resource,))
                                              if marks.get(name) else None))
 
-    quick = [item(f"tests/test_a.py::test_{k}") for k in range(40)]
+    monkeypatch.setattr(conftest, "SLOW_SECONDS", {
+        "tests/test_examples.py::": 480, "tests/test_rl.py::": 300,
+        "tests/test_models.py::test_long": 100, "tests/test_models.py::test_short": 10})
+    monkeypatch.setattr(conftest, "DEFAULT_SLOW_SECONDS", 30)
+    quick = [item(f"tests/test_a.py::test_{k}") for k in range(60)]
     ray = [item(f"tests/test_r.py::test_ray_{k}", slow=True, resource="ray") for k in range(2)]
     uses_run = item("tests/test_m.py::test_quick_on_the_run", module_fixture="run")
     stays = item("tests/test_m.py::test_slow_on_the_run", slow=True, module_fixture="run")
-    model = [item(f"tests/agents/llm/test_local_models.py::test_{k}", slow=True,
-                  module_fixture="model") for k in range(2)]
+    model = [item(f"tests/test_models.py::test_{k}", slow=True, module_fixture="model")
+             for k in ("short", "long")]
+    rl = item("tests/test_rl.py::test_train", slow=True)
     demo = item("tests/test_demo.py::test_demo", slow=True)
-    example = item("tests/test_examples.py::test_train_repair_policy_learns", slow=True)
-    items = [*quick[:20], *ray, uses_run, stays, *model, *quick[20:], demo, example]
+    example = item("tests/test_examples.py::test_train", slow=True)
+    items = [*quick[:20], *ray, uses_run, stays, *model, rl, *quick[20:], demo, example]
     before = list(items)
     config = SimpleNamespace(getoption=lambda name, default=None: {
         "maxschedchunk": None}.get(name, default))
     monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "2")
     conftest.pytest_collection_modifyitems(config, items)
     assert sorted(map(id, items)) == sorted(map(id, before))  # the same tests
-    chunk = len(items) // 2 // 4  # xdist's first block per worker
+    chunk = len(items) // 2 // 4  # xdist's first block per worker: 9 here
     first, second = items[:chunk], items[chunk:2 * chunk]
-    assert first[0] is example and second[0] is model[0]  # the longest first, one on each
-    for group in (ray, model):  # one worker each
-        assert all(t in first for t in group) or all(t in second for t in group)
-    assert demo in first + second
-    moved = (example, demo, *ray, *model)
+    # 480 s on one worker; 300 + 100 + 10 + 30 (demo) + 30 + 30 (the two ray tests) beside it
+    assert first[0] is example and first[1] is not rl
+    assert second[:6] == [rl, model[1], model[0], *ray, demo]  # the module's two in a row
+    moved = (example, demo, rl, *ray, *model)
     assert stays not in first + second  # its module's quick test uses its fixture: in place
     assert [t for t in items if t not in moved] == [t for t in before if t not in moved]
     # without xdist (or with one worker) nothing moves

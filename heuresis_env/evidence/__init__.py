@@ -2,7 +2,8 @@
 
 The second stage of the data flow (instance → **evidence** → environment → policy → run →
 report): the guided start (PC-KCI's output and deletion log, :mod:`.start`), the RL view's
-pair features (:mod:`.pairs`, whole or pair by pair on demand), the evidence grid (:mod:`.grid`: cheap features of every pair
+pair features (:mod:`.pairs`, whole or pair by pair on demand), features declared once in
+blocks that compute them, the table's channel order and text derived (:mod:`.features`), the evidence grid (:mod:`.grid`: cheap features of every pair
 and variable, for models trained on thousands of instances), the pair statistics (:mod:`.statistics`:
 the grid's features that need no PC-KCI, at any size, for models trained on a stream), the repair table (:mod:`.repair`: per-pair features that can
 tell PC-KCI's wrong decisions from its right ones), bootstrap edge frequencies
@@ -11,15 +12,16 @@ tell PC-KCI's wrong decisions from its right ones), bootstrap edge frequencies
 """
 
 from heuresis_env.evidence.bootstrap import bootstrap_edge_frequencies
+from heuresis_env.evidence.features import FeatureBlock, GridFeature, TextColumn
 from heuresis_env.evidence.grid import (
     GRID_ALGORITHMS,
+    GRID_BLOCKS,
     GRID_EVIDENCE_VERSION,
     GRID_NODE_FEATURE_NAMES,
     GRID_NODE_FEATURES,
     GRID_PAIR_FEATURE_NAMES,
     GRID_PAIR_FEATURES,
     EvidenceGrid,
-    GridFeature,
     compute_evidence_grid,
     evidence_grid,
 )
@@ -41,6 +43,7 @@ from heuresis_env.evidence.provider import EvidenceProvider
 from heuresis_env.evidence.repair import (
     DEFAULT_ALGORITHMS,
     REFERENCE_ALGORITHMS,
+    REPAIR_BLOCKS,
     REPAIR_EVIDENCE_VERSION,
     REPAIR_FEATURE_NAMES,
     REPAIR_FEATURES,
@@ -77,6 +80,7 @@ from heuresis_env.evidence.store import (
 )
 
 __all__ = [
+    "FeatureBlock", "TextColumn", "GRID_BLOCKS", "REPAIR_BLOCKS",
     "GRID_ALGORITHMS", "GRID_EVIDENCE_VERSION", "GRID_NODE_FEATURES", "GRID_NODE_FEATURE_NAMES",
     "GRID_PAIR_FEATURES", "GRID_PAIR_FEATURE_NAMES", "EvidenceGrid", "GridFeature",
     "compute_evidence_grid", "evidence_grid",

@@ -13,7 +13,10 @@ largest KCI p-value: the set that came closest to deleting the edge. PC tests ev
 of a deleting set before the set itself, so the KCI features below read PC's own tests
 from the disk cache and cost nothing once the guided start is computed.
 
-Features (:data:`REPAIR_FEATURES`; ``nan`` where a feature does not exist or failed):
+Features (:data:`REPAIR_FEATURES`; ``nan`` where a feature does not exist or failed), each
+declared once, in the block of :data:`REPAIR_BLOCKS` (a cost group) that computes it
+(:mod:`.features`), with its column in the text table when it has one; the columns keep the
+order the shipped learned-repair and RL models read (:data:`SHIPPED_ORDER`):
 
 - ``kept`` — 1 if PC-KCI kept the pair, 0 if it deleted it;
 - ``set_size`` — |S*| (for a deleted pair: the level of the deletion);
@@ -43,11 +46,12 @@ wrong-vs-right deletions are measured in ``docs/rl.md``.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
-import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -58,6 +62,16 @@ from heuresis_env.discovery.citests.gcm import GCM
 from heuresis_env.discovery.pc import pc
 from heuresis_env.errors import DataError, HeuresisError
 from heuresis_env.evidence.bootstrap import bootstrap_edge_frequencies
+from heuresis_env.evidence.features import (
+    EvidenceContext,
+    FeatureBlock,
+    TableRow,
+    TextColumn,
+    pair_features,
+    run_blocks,
+    stack,
+    table_lines,
+)
 from heuresis_env.evidence.pairs import unordered_pairs
 from heuresis_env.evidence.start import ALPHA, GuidedStart, guided_start
 from heuresis_env.evidence.store import cached_evidence
@@ -81,7 +95,8 @@ BOOTSTRAP_FRACTION = 0.5
 
 @dataclass(frozen=True)
 class RepairFeature:
-    """One column of the repair table: name, meaning, cost group and how the RL view scales it.
+    """One column of the repair table: name, meaning, cost group (the block that computes it)
+    and how the RL view scales it; ``column`` its place in the table's text (None: not shown).
 
     ``scale`` maps the raw value into [−1, 1] for the RL view: "p" (a p-value, kept as is),
     "unit" (already in [0, 1]), "count4" (÷ 4, clipped), "gain" (tanh(20 · nats per row)).
@@ -91,46 +106,7 @@ class RepairFeature:
     description: str
     group: str
     scale: str
-
-
-REPAIR_FEATURES: tuple[RepairFeature, ...] = (
-    RepairFeature("kept", "PC-KCI kept the pair (1) or deleted it (0)", "pc", "unit"),
-    RepairFeature("set_size", "|S*|: the deleting set's size (a kept pair: the size of its "
-                  "tested set with the largest KCI p-value)", "pc", "count4"),
-    RepairFeature("kci_p", "KCI p-value at S* (a deleted pair: its deletion p-value)", "pc", "p"),
-    RepairFeature("kci_p_empty", "KCI p-value at the empty set", "kci_subsets", "p"),
-    RepairFeature("kci_p_subsets_min", "smallest KCI p-value over the subsets of S*",
-                  "kci_subsets", "p"),
-    RepairFeature("kci_p_subsets_max", "largest KCI p-value over the subsets of S*",
-                  "kci_subsets", "p"),
-    RepairFeature("fisherz_p", "Fisher-z p-value at S*", "fisherz", "p"),
-    RepairFeature("fisherz_p_subsets_min", "smallest Fisher-z p-value over the subsets of S*",
-                  "fisherz", "p"),
-    RepairFeature("fisherz_p_subsets_max", "largest Fisher-z p-value over the subsets of S*",
-                  "fisherz", "p"),
-    RepairFeature("kci_p_narrow", "KCI p-value at S*, kernel widths 0.5 × the median "
-                  "heuristic", "kci_widths", "p"),
-    RepairFeature("kci_p_wide", "KCI p-value at S*, kernel widths 2 × the median heuristic",
-                  "kci_widths", "p"),
-    RepairFeature("gcm_p", "GCM p-value at S* (cross-fitted random-feature ridge)", "gcm", "p"),
-    RepairFeature("ll_gain_max", "larger held-out log-likelihood gain (nats/row) of adding the "
-                  "edge, over its two directions, given PC-KCI's possible parents", "local_score",
-                  "gain"),
-    RepairFeature("ll_gain_min", "smaller of the two directions' log-likelihood gains",
-                  "local_score", "gain"),
-    *(RepairFeature(f"keeps_{name.replace('-', '_')}", f"{name} has the pair adjacent",
-                    "algorithms", "unit") for name in REFERENCE_ALGORITHMS),
-    RepairFeature("reference_votes", "fraction of the reference algorithms that ran which "
-                  "have the pair adjacent", "algorithms", "unit"),
-    RepairFeature("pc_kci_bootstrap", "PC-KCI adjacency frequency over bootstrap resamples",
-                  "bootstrap", "unit"),
-    RepairFeature("common_neighbours", "common neighbours of the pair in PC-KCI's output",
-                  "pc", "count4"),
-)
-REPAIR_FEATURE_NAMES = tuple(f.name for f in REPAIR_FEATURES)
-#: cost groups, in the order they are computed
-REPAIR_GROUPS = ("pc", "kci_subsets", "fisherz", "kci_widths", "gcm", "local_score",
-                 "algorithms", "bootstrap")
+    column: TextColumn | None = None
 
 
 @dataclass(frozen=True)
@@ -179,63 +155,14 @@ class RepairEvidence:
                 if which == "all" or (which == "kept") == bool(kept[k] == 1)]
         if limit is not None:
             rows = rows[:limit]
-        header = ("pair        status   S*               kci_p  kci{}  kciSmin  kciSmax  fz_p  "
-                  "  fzSmin  fzSmax  kci.5w kci2w  gcm_p  llgain+ llgain- votes "
-                  + " ".join(_short(a) for a in self.settings.get("algorithms", ()))
-                  + " boot  cn")
-        lines = [header]
-        for k in rows:
-            i, j = self.pairs[k]
-            value = dict(zip(REPAIR_FEATURE_NAMES, self.values[k], strict=True))
-            reference = "{" + ",".join(self.names[v] for v in self.reference_sets[k]) + "}"
-            status = "kept" if value["kept"] == 1 else "deleted"
-            votes = " ".join(f"{_flag(value[f'keeps_{a.replace(chr(45), chr(95))}']):>{len(_short(a))}}"
-                             for a in self.settings.get("algorithms", ()))
-            lines.append(
-                f"{self.names[i] + ' - ' + self.names[j]:<11} {status:<8} {reference:<16} "
-                f"{_p(value['kci_p'])} {_p(value['kci_p_empty'])} "
-                f"{_p(value['kci_p_subsets_min'])}   {_p(value['kci_p_subsets_max'])}   "
-                f"{_p(value['fisherz_p'])} {_p(value['fisherz_p_subsets_min'])}  "
-                f"{_p(value['fisherz_p_subsets_max'])}  {_p(value['kci_p_narrow'])} "
-                f"{_p(value['kci_p_wide'])} {_p(value['gcm_p'])} {_gain(value['ll_gain_max'])} "
-                f"{_gain(value['ll_gain_min'])} {_fraction(value['reference_votes'])} {votes} "
-                f"{_fraction(value['pc_kci_bootstrap'])} {_count(value['common_neighbours'])}")
-        return "\n".join(lines)
+        columns = [(feature.column, functools.partial(self._cell, c))
+                   for c, feature in enumerate(REPAIR_FEATURES) if feature.column is not None]
+        labels = ((f"{self.names[self.pairs[k][0]]} - {self.names[self.pairs[k][1]]}", k)
+                  for k in rows)
+        return "\n".join(table_lines(self, "pair", "{:<11}", columns, labels))
 
-
-def _short(algorithm: str) -> str:
-    return {"ges": "ges", "grasp": "grasp", "boss": "boss", "notears-mlp": "ntmlp",
-            "direct-lingam": "lingam", "fci": "fci"}.get(algorithm, algorithm[:6])
-
-
-def _p(value: float) -> str:
-    return "   -  " if math.isnan(value) else f"{value:6.3g}" if value >= 1e-3 else f"{value:6.0e}"
-
-
-def _gain(value: float) -> str:
-    return "    -  " if math.isnan(value) else f"{value:+7.3f}"
-
-
-def _fraction(value: float) -> str:
-    return "  -  " if math.isnan(value) else f"{value:5.2f}"
-
-
-def _flag(value: float) -> str:
-    return "-" if math.isnan(value) else "y" if value else "n"
-
-
-def _count(value: float) -> str:
-    return " -" if math.isnan(value) else f"{int(value):2d}"
-
-
-def _clock() -> tuple[float, float]:
-    return time.process_time(), time.perf_counter()
-
-
-def _lap(started: tuple[float, float], group: str, cpu: dict[str, float],
-         wall: dict[str, float]) -> None:
-    cpu[group] = time.process_time() - started[0]
-    wall[group] = time.perf_counter() - started[1]
+    def _cell(self, column: int, row: int) -> tuple[float]:
+        return (self.values[row, column],)
 
 
 def _subsets(conditioning: tuple[int, ...]) -> list[tuple[int, ...]]:
@@ -280,6 +207,284 @@ def _reference_sets(kci, guided: GuidedStart, column: dict[str, int], pairs: np.
     return out
 
 
+@dataclass
+class _RepairContext(EvidenceContext):
+    """What the repair table's blocks share: the data, the pairs, and values derived once
+    (the guided start, PC-KCI's KCI test, each pair's reference set, the GCM test)."""
+
+    given: GuidedStart | None
+    algorithms: tuple[str, ...]
+    bootstraps: int
+
+    @property
+    def pairs(self) -> np.ndarray:
+        return self.once("pairs", lambda: unordered_pairs(self.d))
+
+    @property
+    def guided(self) -> GuidedStart:
+        return self.once("guided", lambda: self.given if self.given is not None
+                         else guided_start(self.data, self.names, self.sha256))
+
+    @property
+    def skeleton(self) -> np.ndarray:
+        return self.once("skeleton", lambda: self.guided.graph.skeleton())
+
+    @property
+    def kci(self) -> Any:
+        return self.once("kci", lambda: make_ci_test("kci", self.data))
+
+    @property
+    def references(self) -> list[tuple[tuple[int, ...], float]]:
+        """S* and its KCI p-value for every pair (the module docstring)."""
+        return self.once("references", lambda: _reference_sets(
+            self.kci, self.guided, self.column, self.pairs, self.skeleton))
+
+    @property
+    def gcm(self) -> Any:
+        return self.once("gcm", lambda: make_ci_test("gcm", self.data,
+                                                     seed=int31_seed(self.sha256)))
+
+    def rows(self) -> list[tuple[int, int, tuple[int, ...]]]:
+        """(i, j, S*) of every pair, in row order."""
+        return [(i, j, conditioning) for (i, j), (conditioning, _)
+                in zip(self.pairs.tolist(), self.references, strict=True)]
+
+    def column_of_nan(self) -> np.ndarray:
+        return np.full(len(self.pairs), np.nan)
+
+
+def _pc(c: _RepairContext) -> dict[str, np.ndarray]:
+    out = {name: c.column_of_nan() for name in ("kept", "set_size", "kci_p",
+                                                "common_neighbours")}
+    skeleton = c.skeleton
+    for row, ((i, j), (conditioning, p)) in enumerate(zip(c.pairs.tolist(), c.references,
+                                                            strict=True)):
+        out["kept"][row] = float(skeleton[i, j])
+        out["set_size"][row] = float(len(conditioning))
+        out["kci_p"][row] = p
+        out["common_neighbours"][row] = float(np.sum(skeleton[i] & skeleton[j]))
+    return out
+
+
+def _kci_subsets(c: _RepairContext) -> dict[str, np.ndarray]:
+    out = {name: c.column_of_nan() for name in ("kci_p_empty", "kci_p_subsets_min",
+                                                "kci_p_subsets_max")}
+    for row, (i, j, conditioning) in enumerate(c.rows()):
+        p_values = [_safe_p(c.kci, i, j, s) for s in _subsets(conditioning)]
+        out["kci_p_empty"][row] = p_values[0]
+        out["kci_p_subsets_min"][row] = float(np.nanmin(p_values))
+        out["kci_p_subsets_max"][row] = float(np.nanmax(p_values))
+    return out
+
+
+def _fisherz(c: _RepairContext) -> dict[str, np.ndarray]:
+    out = {name: c.column_of_nan() for name in ("fisherz_p", "fisherz_p_subsets_min",
+                                                "fisherz_p_subsets_max")}
+    fisherz = make_ci_test("fisherz", c.data)
+    for row, (i, j, conditioning) in enumerate(c.rows()):
+        fisherz_p = np.array([_safe_p(fisherz, i, j, s) for s in _subsets(conditioning)])
+        out["fisherz_p"][row] = fisherz_p[-1]
+        if not np.all(np.isnan(fisherz_p)):
+            out["fisherz_p_subsets_min"][row] = float(np.nanmin(fisherz_p))
+            out["fisherz_p_subsets_max"][row] = float(np.nanmax(fisherz_p))
+    return out
+
+
+def _kci_widths(c: _RepairContext) -> dict[str, np.ndarray]:
+    out = {}
+    for scale, name in zip(WIDTH_SCALES, ("kci_p_narrow", "kci_p_wide"), strict=True):
+        test = make_ci_test("kci", c.data, est_width="median", width_scale=scale)
+        out[name] = np.array([_safe_p(test, i, j, conditioning)
+                              for i, j, conditioning in c.rows()], dtype=np.float64)
+    return out
+
+
+def _gcm(c: _RepairContext) -> dict[str, np.ndarray]:
+    return {"gcm_p": np.array([_safe_p(c.gcm, i, j, conditioning)
+                               for i, j, conditioning in c.rows()], dtype=np.float64)}
+
+
+def _local_score(c: _RepairContext) -> dict[str, np.ndarray]:
+    skeleton = c.skeleton
+    possible_parents = skeleton & ~c.guided.graph.directed_adjacency().T  # [k, j]: k → j or k — j
+    if not isinstance(c.gcm, GCM):
+        raise HeuresisError(f"the local score needs the gcm test's fitter, got {type(c.gcm)}")
+    fitter = c.gcm.fitter
+    out = {name: c.column_of_nan() for name in ("ll_gain_max", "ll_gain_min")}
+    for row, (i, j) in enumerate(c.pairs.tolist()):
+        gains = []
+        for cause, effect in ((i, j), (j, i)):
+            parents = [k for k in np.flatnonzero(possible_parents[:, effect]).tolist()
+                       if k != cause]
+            gains.append(fitter.log_likelihood_gain(effect, parents, cause))
+        out["ll_gain_max"][row] = max(gains)
+        out["ll_gain_min"][row] = min(gains)
+    return out
+
+
+def _keeps(algorithm: str) -> str:
+    return f"keeps_{algorithm.replace('-', '_')}"
+
+
+def _algorithms(c: _RepairContext) -> dict[str, np.ndarray]:
+    out = {_keeps(name): c.column_of_nan() for name in REFERENCE_ALGORITHMS}
+    out["reference_votes"] = c.column_of_nan()
+    pairs = c.pairs
+    votes = np.zeros(len(pairs))
+    ran = 0
+    seconds = c.once("algorithm_seconds", dict)
+    for algorithm in c.algorithms:
+        if _keeps(algorithm) not in out:
+            raise HeuresisError(f"{algorithm!r} is not a reference algorithm of the repair "
+                                f"table; known: {list(REFERENCE_ALGORITHMS)}")
+        result = cached_run_algorithm(algorithm, c.data, c.names, c.sha256, {}, None,
+                                      int31_seed(c.sha256))
+        seconds[algorithm] = float(result.runtime_seconds)
+        graph = result.full_graph(c.names) if result.ok else None
+        if graph is None:
+            continue
+        ran += 1
+        adjacency = graph.skeleton()[pairs[:, 0], pairs[:, 1]].astype(np.float64)
+        out[_keeps(algorithm)] = adjacency
+        votes += adjacency
+    if ran:
+        out["reference_votes"] = votes / ran
+    return out
+
+
+def _bootstrap(c: _RepairContext) -> dict[str, np.ndarray]:
+    if not c.bootstraps:
+        return {"pc_kci_bootstrap": c.column_of_nan()}
+    alpha = c.guided.alpha
+    frequencies, _, _ = bootstrap_edge_frequencies(
+        c.data, int(c.bootstraps), BOOTSTRAP_FRACTION,
+        instance_rng(c.sha256, "pc-kci-bootstrap"),
+        lambda sample: pc(sample, c.names, ci_test=make_ci_test("kci", sample,
+                                                                disk_cache=False),
+                          alpha=alpha).skeleton)
+    return {"pc_kci_bootstrap": frequencies[c.pairs[:, 0], c.pairs[:, 1]]}
+
+
+def _p(value: float, row: TableRow | None = None) -> str:
+    return "   -  " if math.isnan(value) else f"{value:6.3g}" if value >= 1e-3 else f"{value:6.0e}"
+
+
+def _gain(value: float, row: TableRow | None = None) -> str:
+    return "    -  " if math.isnan(value) else f"{value:+7.3f}"
+
+
+def _fraction(value: float, row: TableRow | None = None) -> str:
+    return "  -  " if math.isnan(value) else f"{value:5.2f}"
+
+
+def _flag(value: float) -> str:
+    return "-" if math.isnan(value) else "y" if value else "n"
+
+
+def _count(value: float, row: TableRow | None = None) -> str:
+    return " -" if math.isnan(value) else f"{int(value):2d}"
+
+
+def _short(algorithm: str) -> str:
+    return {"ges": "ges", "grasp": "grasp", "boss": "boss", "notears-mlp": "ntmlp",
+            "direct-lingam": "lingam", "fci": "fci"}.get(algorithm, algorithm[:6])
+
+
+def _status(value: float, row: TableRow) -> str:
+    return "kept" if value == 1 else "deleted"
+
+
+def _reference_set(value: float, row: TableRow) -> str:
+    table = row.owner
+    return "{" + ",".join(table.names[v] for v in table.reference_sets[row.index]) + "}"
+
+
+def _votes_header(table: RepairEvidence) -> str:
+    return " votes " + " ".join(_short(a) for a in table.settings.get("algorithms", ()))
+
+
+def _votes(value: float, row: TableRow) -> str:
+    """The share of votes, then each algorithm's flag under its name."""
+    table = row.owner
+    flags = " ".join(f"{_flag(table.column(_keeps(a))[row.index]):>{len(_short(a))}}"
+                     for a in table.settings.get("algorithms", ()))
+    return f"{_fraction(value)} {flags}"
+
+
+def _r(name: str, description: str, scale: str, header: str | Callable[[Any], str] | None = None,
+       cell: str = " {}", show: Callable[[Any, TableRow], Any] | None = None) -> RepairFeature:
+    """A feature (its block fills the group); with a header, a column of the text table."""
+    if header is None:
+        return RepairFeature(name, description, "", scale)
+    column = TextColumn(header, cell) if show is None else TextColumn(header, cell, show)
+    return RepairFeature(name, description, "", scale, column)
+
+
+def _block(name: str, compute: Callable[[_RepairContext], dict[str, np.ndarray]],
+           *features: RepairFeature) -> FeatureBlock:
+    return FeatureBlock(name, tuple(replace(f, group=name) for f in features), (), compute)
+
+
+#: the cost groups, in computation order, each with the features it computes
+REPAIR_BLOCKS: tuple[FeatureBlock, ...] = (
+    _block("pc", _pc,
+           _r("kept", "PC-KCI kept the pair (1) or deleted it (0)", "unit",
+              "        status", " {:<8}", _status),
+           _r("set_size", "|S*|: the deleting set's size (a kept pair: the size of its tested "
+              "set with the largest KCI p-value)", "count4", "   S*", " {:<16}", _reference_set),
+           _r("kci_p", "KCI p-value at S* (a deleted pair: its deletion p-value)", "p",
+              "               kci_p", show=_p),
+           _r("common_neighbours", "common neighbours of the pair in PC-KCI's output",
+              "count4", "  cn", show=_count)),
+    _block("kci_subsets", _kci_subsets,
+           _r("kci_p_empty", "KCI p-value at the empty set", "p", "  kci{}", show=_p),
+           _r("kci_p_subsets_min", "smallest KCI p-value over the subsets of S*", "p",
+              "  kciSmin", show=_p),
+           _r("kci_p_subsets_max", "largest KCI p-value over the subsets of S*", "p",
+              "  kciSmax", "   {}", _p)),
+    _block("fisherz", _fisherz,
+           _r("fisherz_p", "Fisher-z p-value at S*", "p", "  fz_p", "   {}", _p),
+           _r("fisherz_p_subsets_min", "smallest Fisher-z p-value over the subsets of S*", "p",
+              "    fzSmin", show=_p),
+           _r("fisherz_p_subsets_max", "largest Fisher-z p-value over the subsets of S*", "p",
+              "  fzSmax", "  {}", _p)),
+    _block("kci_widths", _kci_widths,
+           _r("kci_p_narrow", "KCI p-value at S*, kernel widths 0.5 × the median heuristic",
+              "p", "  kci.5w", "  {}", _p),
+           _r("kci_p_wide", "KCI p-value at S*, kernel widths 2 × the median heuristic", "p",
+              " kci2w", show=_p)),
+    _block("gcm", _gcm,
+           _r("gcm_p", "GCM p-value at S* (cross-fitted random-feature ridge)", "p", "  gcm_p",
+              show=_p)),
+    _block("local_score", _local_score,
+           _r("ll_gain_max", "larger held-out log-likelihood gain (nats/row) of adding the "
+              "edge, over its two directions, given PC-KCI's possible parents", "gain",
+              "  llgain+", show=_gain),
+           _r("ll_gain_min", "smaller of the two directions' log-likelihood gains", "gain",
+              " llgain-", show=_gain)),
+    _block("algorithms", _algorithms,
+           *(_r(_keeps(name), f"{name} has the pair adjacent", "unit")
+             for name in REFERENCE_ALGORITHMS),
+           _r("reference_votes", "fraction of the reference algorithms that ran which have "
+              "the pair adjacent", "unit", _votes_header, show=_votes)),
+    _block("bootstrap", _bootstrap,
+           _r("pc_kci_bootstrap", "PC-KCI adjacency frequency over bootstrap resamples",
+              "unit", " boot", show=_fraction)),
+)
+#: the columns' order the shipped learned repair and RL models read (agents/data/); a new
+#: feature follows them, in block order
+SHIPPED_ORDER = (
+    "kept", "set_size", "kci_p", "kci_p_empty", "kci_p_subsets_min", "kci_p_subsets_max",
+    "fisherz_p", "fisherz_p_subsets_min", "fisherz_p_subsets_max", "kci_p_narrow",
+    "kci_p_wide", "gcm_p", "ll_gain_max", "ll_gain_min",
+    *(_keeps(name) for name in REFERENCE_ALGORITHMS), "reference_votes", "pc_kci_bootstrap",
+    "common_neighbours")
+REPAIR_FEATURES: tuple[RepairFeature, ...] = pair_features(REPAIR_BLOCKS, SHIPPED_ORDER)
+REPAIR_FEATURE_NAMES = tuple(f.name for f in REPAIR_FEATURES)
+#: cost groups, in the order they are computed
+REPAIR_GROUPS = tuple(block.name for block in REPAIR_BLOCKS)
+
+
 def compute_repair_evidence(data: np.ndarray, names: Sequence[str], sha256: str,
                             guided: GuidedStart | None = None,
                             algorithms: Sequence[str] = DEFAULT_ALGORITHMS,
@@ -299,119 +504,19 @@ def compute_repair_evidence(data: np.ndarray, names: Sequence[str], sha256: str,
 def _compute(data: np.ndarray, names: Sequence[str], sha256: str, guided: GuidedStart | None,
              algorithms: Sequence[str], bootstraps: int) -> RepairEvidence:
     data = np.asarray(data, dtype=np.float64)
-    names = tuple(names)
     n, d = data.shape
-    column = {name: k for k, name in enumerate(names)}
-    pairs = unordered_pairs(d)
-    seconds: dict[str, float] = {}
-    wall: dict[str, float] = {}
-    values = np.full((len(pairs), len(REPAIR_FEATURES)), np.nan)
-    index = {name: k for k, name in enumerate(REPAIR_FEATURE_NAMES)}
-
-    def put(row: int, name: str, value: float) -> None:
-        values[row, index[name]] = value
-
-    started = _clock()
-    guided = guided if guided is not None else guided_start(data, names, sha256)
-    skeleton = guided.graph.skeleton()
-    kci = make_ci_test("kci", data)
-    references = _reference_sets(kci, guided, column, pairs, skeleton)
-    for row, ((i, j), (conditioning, p)) in enumerate(zip(pairs.tolist(), references,
-                                                            strict=True)):
-        put(row, "kept", float(skeleton[i, j]))
-        put(row, "set_size", float(len(conditioning)))
-        put(row, "kci_p", p)
-        put(row, "common_neighbours", float(np.sum(skeleton[i] & skeleton[j])))
-    _lap(started, "pc", seconds, wall)
-
-    started = _clock()
-    for row, ((i, j), (conditioning, _)) in enumerate(zip(pairs.tolist(), references)):
-        p_values = [_safe_p(kci, i, j, s) for s in _subsets(conditioning)]
-        put(row, "kci_p_empty", p_values[0])
-        put(row, "kci_p_subsets_min", float(np.nanmin(p_values)))
-        put(row, "kci_p_subsets_max", float(np.nanmax(p_values)))
-    _lap(started, "kci_subsets", seconds, wall)
-
-    started = _clock()
-    fisherz = make_ci_test("fisherz", data)
-    for row, ((i, j), (conditioning, _)) in enumerate(zip(pairs.tolist(), references)):
-        fisherz_p = np.array([_safe_p(fisherz, i, j, s) for s in _subsets(conditioning)])
-        put(row, "fisherz_p", fisherz_p[-1])
-        if not np.all(np.isnan(fisherz_p)):
-            put(row, "fisherz_p_subsets_min", float(np.nanmin(fisherz_p)))
-            put(row, "fisherz_p_subsets_max", float(np.nanmax(fisherz_p)))
-    _lap(started, "fisherz", seconds, wall)
-
-    started = _clock()
-    for scale, name in zip(WIDTH_SCALES, ("kci_p_narrow", "kci_p_wide"), strict=True):
-        test = make_ci_test("kci", data, est_width="median", width_scale=scale)
-        for row, ((i, j), (conditioning, _)) in enumerate(zip(pairs.tolist(), references)):
-            put(row, name, _safe_p(test, i, j, conditioning))
-    _lap(started, "kci_widths", seconds, wall)
-
-    started = _clock()
-    gcm = make_ci_test("gcm", data, seed=int31_seed(sha256))
-    for row, ((i, j), (conditioning, _)) in enumerate(zip(pairs.tolist(), references)):
-        put(row, "gcm_p", _safe_p(gcm, i, j, conditioning))
-    _lap(started, "gcm", seconds, wall)
-
-    started = _clock()
-    marks = guided.graph
-    possible_parents = skeleton & ~marks.directed_adjacency().T  # [k, j]: k → j or k — j
-    if not isinstance(gcm, GCM):
-        raise HeuresisError(f"the local score needs the gcm test's fitter, got {type(gcm)}")
-    fitter = gcm.fitter
-    for row, (i, j) in enumerate(pairs.tolist()):
-        gains = []
-        for cause, effect in ((i, j), (j, i)):
-            parents = [k for k in np.flatnonzero(possible_parents[:, effect]).tolist()
-                       if k != cause]
-            gains.append(fitter.log_likelihood_gain(effect, parents, cause))
-        put(row, "ll_gain_max", max(gains))
-        put(row, "ll_gain_min", min(gains))
-    _lap(started, "local_score", seconds, wall)
-
-    started = _clock()
-    algorithms = tuple(algorithms)
-    votes = np.zeros(len(pairs))
-    ran = 0
-    algorithm_seconds = {}
-    for algorithm in algorithms:
-        name = f"keeps_{algorithm.replace('-', '_')}"
-        if name not in index:
-            raise HeuresisError(f"{algorithm!r} is not a reference algorithm of the repair "
-                                f"table; known: {list(REFERENCE_ALGORITHMS)}")
-        result = cached_run_algorithm(algorithm, data, names, sha256, {}, None,
-                                      int31_seed(sha256))
-        algorithm_seconds[algorithm] = float(result.runtime_seconds)
-        graph = result.full_graph(names) if result.ok else None
-        if graph is None:
-            continue
-        ran += 1
-        adjacency = graph.skeleton()[pairs[:, 0], pairs[:, 1]].astype(np.float64)
-        values[:, index[name]] = adjacency
-        votes += adjacency
-    if ran:
-        values[:, index["reference_votes"]] = votes / ran
-    _lap(started, "algorithms", seconds, wall)
-
-    started = _clock()
-    if bootstraps:
-        frequencies, _, _ = bootstrap_edge_frequencies(
-            data, int(bootstraps), BOOTSTRAP_FRACTION, instance_rng(sha256, "pc-kci-bootstrap"),
-            lambda sample: pc(sample, names, ci_test=make_ci_test("kci", sample,
-                                                                  disk_cache=False),
-                              alpha=guided.alpha).skeleton)
-        values[:, index["pc_kci_bootstrap"]] = frequencies[pairs[:, 0], pairs[:, 1]]
-    _lap(started, "bootstrap", seconds, wall)
+    context = _RepairContext(data, tuple(names), sha256, guided, tuple(algorithms), bootstraps)
+    computed = run_blocks(REPAIR_BLOCKS, context, "repair table")
+    pairs = context.pairs
     return RepairEvidence(
-        names=names, sha256=sha256, pairs=pairs, values=values,
-        reference_sets=tuple(tuple(r[0]) for r in references), seconds=seconds,
-        wall_seconds=wall,
-        settings={"algorithms": list(algorithms), "bootstraps": int(bootstraps),
-                  "algorithm_seconds": algorithm_seconds,
+        names=context.names, sha256=sha256, pairs=pairs,
+        values=stack(computed.values, REPAIR_FEATURES, (len(pairs),)),
+        reference_sets=tuple(tuple(r[0]) for r in context.references),
+        seconds=computed.cpu_seconds, wall_seconds=computed.wall_seconds,
+        settings={"algorithms": list(context.algorithms), "bootstraps": int(bootstraps),
+                  "algorithm_seconds": context.once("algorithm_seconds", dict),
                   "bootstrap_fraction": BOOTSTRAP_FRACTION, "width_scales": list(WIDTH_SCALES),
-                  "alpha": guided.alpha, "n": n, "d": d})
+                  "alpha": context.guided.alpha, "n": n, "d": d})
 
 
 def repair_evidence(data: np.ndarray, names: Sequence[str], sha256: str,

@@ -8,11 +8,11 @@ are that evidence: every feature is computed from the data alone, in closed form
 few vectorized regressions, plus two cheap searches (PC with Fisher-z and BOSS). A model
 reads them beside the rows themselves (``agents.amortized``).
 
-The features are declared once, in **blocks** (:data:`STATISTICS_BLOCKS`): each block names
-its pair features (cell ``[i, j]`` of a d × d matrix; a *symmetric* one is equal in both
-cells, an *ordered* one is about i → j) and its node features, and computes them as named
-matrices. The feature lists, the arrays' channel order and the text table all derive from
-the declarations, so a feature is added in one place.
+The features are declared once, in **blocks** (:data:`STATISTICS_BLOCKS`, the machinery of
+:mod:`.features`): each block names its pair features (cell ``[i, j]`` of a d × d matrix; a
+*symmetric* one is equal in both cells, an *ordered* one is about i → j) and its node
+features, and computes them as named matrices. The feature lists, the arrays' channel order
+and the text table all derive from the declarations, so a feature is added in one place.
 
 - **correlations**: |Pearson r|, |partial r| given all other columns (the precision matrix),
   the same on the columns' normal scores; per node the linear R², skewness and excess
@@ -49,19 +49,27 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 from scipy.special import chdtrc, log_ndtr
 
 from heuresis_env.discovery.algorithms import run_algorithm
 from heuresis_env.discovery.pc import pc
-from heuresis_env.discovery.regression import normal_scores
 from heuresis_env.errors import DataError, HeuresisError
-from heuresis_env.evidence.grid import GridFeature
+from heuresis_env.evidence.features import (
+    EvidenceContext,
+    FeatureBlock,
+    GridFeature,
+    GridLayout,
+    TextColumn,
+    grid_table,
+    node_features,
+    pair_features,
+    run_blocks,
+    stack,
+)
 from heuresis_env.evidence.store import cached_evidence
 from heuresis_env.seeding import instance_rng, int31_seed
 
@@ -81,37 +89,16 @@ ALPHA = 0.05
 
 
 @dataclass
-class _Context:
+class _Context(EvidenceContext):
     """What the blocks share: the data, its normal scores, and values derived once."""
 
-    data: np.ndarray
-    names: tuple[str, ...]
-    sha256: str
     rng: np.random.Generator
     searches: bool
-    memo: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def n(self) -> int:
-        return int(self.data.shape[0])
-
-    @property
-    def d(self) -> int:
-        return int(self.data.shape[1])
 
     def draws(self, count: int) -> tuple[np.ndarray, np.ndarray]:
         """The instance's shared random-feature draws (w, b) of ``count`` features."""
         return self.once(f"draws{count}", lambda: (self.rng.normal(size=count),
                                                    self.rng.uniform(0, 2 * np.pi, size=count)))
-
-    def once(self, name: str, compute: Callable[[], Any]) -> Any:
-        if name not in self.memo:
-            self.memo[name] = compute()
-        return self.memo[name]
-
-    @property
-    def scores(self) -> np.ndarray:
-        return self.once("scores", lambda: normal_scores(self.data))
 
     @property
     def features(self) -> list[np.ndarray]:
@@ -121,16 +108,8 @@ class _Context:
             for v in range(self.d)])
 
 
-@dataclass(frozen=True)
-class StatisticsBlock:
-    """A group of features computed together: ``compute(context)`` returns a dict of every
-    declared feature's matrix ((d, d) for a pair feature, (d,) for a node feature)."""
-
-    name: str
-    pair: tuple[GridFeature, ...]
-    node: tuple[GridFeature, ...]
-    compute: Callable[[_Context], dict[str, np.ndarray]]
-    search: bool = False  # runs a search algorithm (left out with searches=False)
+#: a group of features computed together (the machinery of :mod:`.features`)
+StatisticsBlock = FeatureBlock
 
 
 # ---- helpers ----------------------------------------------------------------------------------
@@ -458,8 +437,8 @@ STATISTICS_BLOCKS: tuple[StatisticsBlock, ...] = (
         _f("boss_ran", False, "BOSS ran (its columns are valid)"),
     ), _boss, search=True),
 )
-STATISTICS_PAIR_FEATURES = tuple(f for b in STATISTICS_BLOCKS for f in b.pair)
-STATISTICS_NODE_FEATURES = tuple(f for b in STATISTICS_BLOCKS for f in b.node)
+STATISTICS_PAIR_FEATURES = pair_features(STATISTICS_BLOCKS)
+STATISTICS_NODE_FEATURES = node_features(STATISTICS_BLOCKS)
 STATISTICS_PAIR_FEATURE_NAMES = tuple(f.name for f in STATISTICS_PAIR_FEATURES)
 STATISTICS_NODE_FEATURE_NAMES = tuple(f.name for f in STATISTICS_NODE_FEATURES)
 
@@ -488,23 +467,18 @@ class PairStatistics:
     def table_text(self, pairs: Sequence[tuple[int, int]] | None = None) -> str:
         """A row per unordered pair (every feature, ordered ones as i→j / j→i), then a row
         per variable; the columns are the declarations' names."""
-        header = ["pair"]
-        for feature in STATISTICS_PAIR_FEATURES:
-            header.append(feature.name if feature.symmetric else f"{feature.name}(->,<-)")
-        lines = ["  ".join(header)]
-        chosen = pairs if pairs is not None else itertools.combinations(range(self.d), 2)
-        for i, j in chosen:
-            cells = [f"{self.names[i]} - {self.names[j]}"]
-            for c, feature in enumerate(STATISTICS_PAIR_FEATURES):
-                value = float(self.pairs[i, j, c])
-                cells.append(f"{value:.3g}" if feature.symmetric
-                             else f"{value:.3g},{float(self.pairs[j, i, c]):.3g}")
-            lines.append("  ".join(cells))
-        lines.append("")
-        lines.append("  ".join(["variable", *STATISTICS_NODE_FEATURE_NAMES]))
-        for k, name in enumerate(self.names):
-            lines.append("  ".join([name, *(f"{float(v):.3g}" for v in self.nodes[k])]))
-        return "\n".join(lines)
+        return grid_table(self, self.names, self.pairs, self.nodes, STATISTICS_PAIR_FEATURES,
+                          STATISTICS_NODE_FEATURES, _LAYOUT, pairs)
+
+
+def _default_column(feature: GridFeature, is_pair: bool) -> TextColumn:
+    if is_pair and not feature.symmetric:
+        return TextColumn(f"  {feature.name}(->,<-)", "  {:.3g},{:.3g}")
+    return TextColumn(f"  {feature.name}", "  {:.3g}")
+
+
+#: every feature a column headed by its name, values to three significant digits
+_LAYOUT = GridLayout("pair", "{}", "variable", "{}", _default_column)
 
 
 def compute_pair_statistics(data: np.ndarray, names: Sequence[str], sha256: str,
@@ -520,33 +494,20 @@ def compute_pair_statistics(data: np.ndarray, names: Sequence[str], sha256: str,
                             f"{d} and {n}")
     context = _Context(data, tuple(names), sha256, instance_rng(sha256, "pair-statistics"),
                        searches)
-    pair_index = {f: k for k, f in enumerate(STATISTICS_PAIR_FEATURE_NAMES)}
-    node_index = {f: k for k, f in enumerate(STATISTICS_NODE_FEATURE_NAMES)}
-    pairs = np.zeros((d, d, len(pair_index)))
-    nodes = np.zeros((d, len(node_index)))
-    seconds = {}
     with threadpool_limits(limits=1, user_api="blas"):
-        for block in STATISTICS_BLOCKS:
-            if block.search and not searches:
-                continue
-            started = time.process_time()
-            values = block.compute(context)
-            declared = {f.name for f in (*block.pair, *block.node)}
-            if set(values) != declared:
-                raise HeuresisError(f"statistics block {block.name!r} returned "
-                                    f"{sorted(values)}, declared {sorted(declared)}")
-            for feature in block.pair:
-                matrix = np.asarray(values[feature.name], dtype=np.float64)
-                if feature.symmetric:  # exactly symmetric: the upper triangle, mirrored
-                    matrix = np.triu(matrix, 1) + np.triu(matrix, 1).T
-                pairs[:, :, pair_index[feature.name]] = matrix
-            for feature in block.node:
-                nodes[:, node_index[feature.name]] = values[feature.name]
-            seconds[block.name] = time.process_time() - started
+        computed = run_blocks(STATISTICS_BLOCKS, context, "statistics",
+                              skip=lambda block: block.search and not searches)
+    values = dict(computed.values)
+    for feature in STATISTICS_PAIR_FEATURES:  # exactly symmetric: the upper triangle, mirrored
+        if feature.symmetric and feature.name in values:
+            matrix = np.asarray(values[feature.name], dtype=np.float64)
+            values[feature.name] = np.triu(matrix, 1) + np.triu(matrix, 1).T
+    pairs = stack(values, STATISTICS_PAIR_FEATURES, (d, d))
+    nodes = stack(values, STATISTICS_NODE_FEATURES, (d,))
     index = np.arange(d)
     pairs[index, index, :] = 0.0
     return PairStatistics(tuple(names), sha256, np.nan_to_num(pairs).astype(np.float32),
-                          np.nan_to_num(nodes).astype(np.float32), seconds)
+                          np.nan_to_num(nodes).astype(np.float32), computed.cpu_seconds)
 
 
 def pair_statistics(data: np.ndarray, names: Sequence[str], sha256: str,

@@ -14,6 +14,7 @@ namespace of the inspect tasks) with :mod:`ast` (nothing is imported) and checks
   command's arguments, and must not load torch or the environment to do it);
 - ``agents``, ``baselines`` and ``heuresis`` use ``heuresis_env`` through its public subpackage
   APIs; nothing but ``heuresis`` imports ``heuresis``;
+- no module over 700 lines;
 - one rule for the faces (``__init__.py``) of ``agents``, ``baselines`` and ``heuresis``: a
   face re-exports light names (importing it, in a fresh interpreter, loads neither torch nor
   the evaluation stage), a lazy face is lazy in the one way of :mod:`agents.faces`, no public
@@ -166,6 +167,17 @@ def room(module: str) -> str | None:
     if len(parts) == 2:
         return TOP_LEVEL_STAGE.get(parts[1], "foundation")
     return parts[1]
+
+
+#: the longest a module may be, in every package (one concept a module; issue 43)
+MAX_MODULE_LINES = 700
+
+
+def test_no_module_is_over_700_lines():
+    """``scripts/code_lengths.py`` lists them, and the functions over 80 lines."""
+    long = {name: lines for name, path in MODULES.items()
+            if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert not long, f"modules over {MAX_MODULE_LINES} lines (split them by concept): {long}"
 
 
 def test_every_room_has_a_stage():

@@ -16,12 +16,8 @@ import numpy as np
 
 from heuresis_env.generation.datasets import public_description
 from heuresis_env.generation.experiments import make_laboratory
-from heuresis_env.generation.instances import (
-    Instance,
-    InstanceKey,
-    NoGroundTruthError,
-    cached_instance,
-)
+from heuresis_env.generation.instances import Instance, InstanceKey, cached_instance
+from heuresis_env.generation.record import NoGroundTruthError
 from heuresis_env.generation.salts import SaltArgument, sealing_salt
 from heuresis_env.graphs import Graph
 from heuresis_env.metrics import score_graph

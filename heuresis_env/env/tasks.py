@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from heuresis_env.errors import HeuresisError, UnknownNameError
-from heuresis_env.generation.instances import NoSCMError, get_source
+from heuresis_env.generation.instances import get_source
+from heuresis_env.generation.record import NoSCMError
 from heuresis_env.generation.salts import SaltArgument
 from heuresis_env.questions import (
     KINDS,

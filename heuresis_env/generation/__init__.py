@@ -2,9 +2,10 @@
 
 The first stage of the data flow (**instance** → evidence → environment → policy → run →
 report). A family (:mod:`.families`) is a table of mechanism kinds with parameter ranges; one
-sampler draws an :class:`SCM` from it (:mod:`.scm`, arithmetic in :mod:`.portable`); an
+sampler draws an :class:`SCM` from it (:mod:`.scm`: a DAG of a graph model, :mod:`.graph_models`,
+and a mechanism kind per node, :mod:`.mechanisms`; arithmetic in :mod:`.portable`); an
 instance (:mod:`.instances`) is the standardized, permuted data of one SCM with its hidden
-record, fully determined by its :class:`InstanceKey`. :mod:`.structures` holds known DAGs (the
+record (:mod:`.record`), fully determined by its :class:`InstanceKey`. :mod:`.structures` holds known DAGs (the
 BNLearn networks, registered as ``bnlearn-*`` families); :mod:`.datasets` turns data tables
 (the Sachs data, a user's CSV) into instances with a graph but no SCM. :mod:`.priors`
 holds the train split's options (d, n, graph model, degree, families) as seeded priors. :mod:`.sortability`
@@ -38,17 +39,15 @@ from heuresis_env.generation.families import (
     register_family,
     sample_scm,
 )
+from heuresis_env.generation.graph_models import GRAPH_MODELS, sample_dag
 from heuresis_env.generation.instances import (
     GENERATOR_VERSION,
     SPLIT_SIZES,
     STREAM_SPLITS,
     TRAIN_SPLIT_SIZE,
-    HiddenRecord,
     Instance,
     InstanceKey,
     InstanceSource,
-    NoGroundTruthError,
-    NoSCMError,
     available_sources,
     cached_instance,
     default_count,
@@ -62,7 +61,13 @@ from heuresis_env.generation.instances import (
     split_directory,
     split_size,
 )
+from heuresis_env.generation.mechanisms import (
+    MechanismKind,
+    get_mechanism_kind,
+    register_mechanism_kind,
+)
 from heuresis_env.generation.priors import TRAIN_PRIORS, TrainPrior, get_train_prior
+from heuresis_env.generation.record import HiddenRecord, NoGroundTruthError, NoSCMError
 from heuresis_env.generation.salts import (
     SEALED_SALT_PREFIX,
     TEST_SALT_ENV,
@@ -73,15 +78,7 @@ from heuresis_env.generation.salts import (
     salt_digest,
     sealing_salt,
 )
-from heuresis_env.generation.scm import (
-    GRAPH_MODELS,
-    SCM,
-    MechanismKind,
-    NodeMechanism,
-    get_mechanism_kind,
-    register_mechanism_kind,
-    sample_dag,
-)
+from heuresis_env.generation.scm import SCM, NodeMechanism
 from heuresis_env.generation.sortability import r2_sortability, varsortability
 from heuresis_env.generation.structures import (
     BNLEARN_LARGE_NETWORKS,

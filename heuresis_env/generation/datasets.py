@@ -33,12 +33,12 @@ from heuresis_env.data import data_sha256
 from heuresis_env.errors import DataError, HeuresisError
 from heuresis_env.generation.instances import (
     MIN_ROWS,
-    HiddenRecord,
     Instance,
     InstanceKey,
     InstanceSource,
     register_source,
 )
+from heuresis_env.generation.record import HiddenRecord
 from heuresis_env.generation.structures import bnlearn_structure
 from heuresis_env.graphs import Graph, GraphError, graph_from_edge_lines, has_directed_cycle
 

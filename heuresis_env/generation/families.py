@@ -19,14 +19,9 @@ from typing import Any
 import numpy as np
 
 from heuresis_env.errors import HeuresisError, UnknownNameError
-from heuresis_env.generation.scm import (
-    MECHANISM_KINDS,
-    NOISE_SAMPLERS,
-    SCM,
-    NodeMechanism,
-    get_mechanism_kind,
-    sample_dag,
-)
+from heuresis_env.generation.graph_models import sample_dag
+from heuresis_env.generation.mechanisms import MECHANISM_KINDS, NOISE_SAMPLERS, get_mechanism_kind
+from heuresis_env.generation.scm import SCM, NodeMechanism
 from heuresis_env.generation.structures import (
     BNLEARN_LARGE_NETWORKS,
     BNLEARN_NETWORKS,

@@ -32,8 +32,8 @@ import numpy as np
 
 from heuresis_env.errors import HeuresisError, UnknownNameError
 from heuresis_env.generation.families import BENCHMARK_FAMILIES, get_family
+from heuresis_env.generation.graph_models import GRAPH_MODELS
 from heuresis_env.generation.instances import TRAIN_SPLIT_SIZE, InstanceKey
-from heuresis_env.generation.scm import GRAPH_MODELS
 
 __all__ = ["TRAIN_PRIORS", "TrainPrior", "get_train_prior"]
 

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from heuresis_env.env.core import HeuresisEnv
 from heuresis_env.errors import HeuresisError
-from heuresis_env.generation.instances import HiddenRecord, Instance, InstanceKey, generate_instance
+from heuresis_env.generation.instances import Instance, InstanceKey, generate_instance
+from heuresis_env.generation.record import HiddenRecord
 from heuresis_env.generation.scm import SCM
 from heuresis_env.graphs import Graph
 from heuresis_env.metrics import score_graph

@@ -13,7 +13,8 @@ from heuresis_env.env.core import HeuresisEnv
 from heuresis_env.env.replay import replay_trace
 from heuresis_env.errors import HeuresisError
 from heuresis_env.generation.experiments import draw_experiment, experiment_seed, make_laboratory
-from heuresis_env.generation.instances import HiddenRecord, Instance, InstanceKey
+from heuresis_env.generation.instances import Instance, InstanceKey
+from heuresis_env.generation.record import HiddenRecord
 from heuresis_env.generation.scm import SCM, NodeMechanism, calibrate_scm
 from heuresis_env.registration import REGISTERED_FAMILIES, env_id, register_envs
 from tests.env.test_env import _walk

@@ -25,14 +25,13 @@ from heuresis_env.generation.instances import (
     load_instance,
     save_instance,
 )
-from heuresis_env.generation.scm import (
+from heuresis_env.generation.mechanisms import (
     _mlp_forward,
     get_mechanism_kind,
     mlp_hetero_scale,
-    portable_tanh,
-    sequential_dot,
     sigmoid_hetero_scale,
 )
+from heuresis_env.generation.portable import portable_tanh, sequential_dot
 
 MAPS = ["map_piecewise_linear", "map_sigmoid", "map_fourier", "map_quadratic", "map_abs"]
 

@@ -19,7 +19,6 @@ from heuresis_env.generation.families import get_family
 from heuresis_env.generation.instances import (
     GENERATOR_VERSION,
     SPLIT_SIZES,
-    HiddenRecord,
     Instance,
     InstanceKey,
     generate_instance,
@@ -31,6 +30,7 @@ from heuresis_env.generation.instances import (
     save_instance,
     save_split,
 )
+from heuresis_env.generation.record import HiddenRecord
 from heuresis_env.graphs import cpdag_from_dag
 
 FAMILIES = ("lg", "anm", "hetero", "wild", "mixed", "gauntlet")
@@ -555,7 +555,7 @@ def test_only_the_package_s_own_unchanged_families_are_stored(own_cache):
 
     from heuresis_env.generation.families import FAMILIES, built_in_family, register_family
     from heuresis_env.generation.instances import stored_instance
-    from heuresis_env.generation.scm import MECHANISM_KINDS, register_mechanism_kind
+    from heuresis_env.generation.mechanisms import MECHANISM_KINDS, register_mechanism_kind
 
     assert built_in_family("wild") and built_in_family("bnlearn-asia")
     assert not built_in_family("no-such-family")

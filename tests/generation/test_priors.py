@@ -17,7 +17,7 @@ from heuresis_env.generation import (
     get_train_prior,
     sample_dag,
 )
-from heuresis_env.generation.scm import BOUNDED_MAX_PARENTS
+from heuresis_env.generation.graph_models import BOUNDED_MAX_PARENTS
 
 
 def test_a_prior_draws_the_same_keys_everywhere_and_only_train_keys():

@@ -13,17 +13,11 @@ from heuresis_env.errors import HeuresisError, UnknownNameError
 from heuresis_env.generation import portable
 from heuresis_env.generation import scm as scm_module
 from heuresis_env.generation.families import sample_scm
+from heuresis_env.generation.graph_models import sample_dag
 from heuresis_env.generation.instances import InstanceKey, generate_instance
-from heuresis_env.generation.scm import (
-    MECHANISM_KINDS,
-    SCM,
-    NodeMechanism,
-    calibrate_scm,
-    draw_standard_normal,
-    draw_unit_t3,
-    get_mechanism_kind,
-    sample_dag,
-)
+from heuresis_env.generation.mechanisms import MECHANISM_KINDS, get_mechanism_kind
+from heuresis_env.generation.portable import draw_standard_normal, draw_unit_t3
+from heuresis_env.generation.scm import SCM, NodeMechanism, calibrate_scm
 from heuresis_env.graphs import has_directed_cycle
 
 

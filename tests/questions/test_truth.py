@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from heuresis_env.errors import HeuresisError
-from heuresis_env.generation.scm import SCM, NodeMechanism, calibrate_scm, get_mechanism_kind
+from heuresis_env.generation.mechanisms import get_mechanism_kind
+from heuresis_env.generation.scm import SCM, NodeMechanism, calibrate_scm
 from heuresis_env.questions import (
     GraphTarget,
     average_effect,

@@ -15,25 +15,35 @@ HELP = ("The amortized models: build evidence or a training stream, train, evalu
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     commands = parser.add_subparsers(dest="amortized_command", required=True,
                                      metavar="SUBCOMMAND")
+    for add in (_data_arguments, _train_arguments, _curve_arguments, _lofo_arguments,
+                _costs_arguments, _evaluate_arguments, _stream_arguments, _fit_arguments,
+                _study_arguments):
+        add(commands)
 
-    def common(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("--d", type=int, default=10)
-        sub.add_argument("--n", type=int, default=600)
 
-    def training(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("--data", required=True, help="the shard directory (train and dev)")
-        sub.add_argument("--epochs", type=int, default=40)
-        sub.add_argument("--batch-size", type=int, default=32)
-        sub.add_argument("--learning-rate", type=float, default=1e-3)
-        sub.add_argument("--hidden", type=int, default=64)
-        sub.add_argument("--layers", type=int, default=2)
-        sub.add_argument("--seed", type=int, default=0)
-        sub.add_argument("--threads", type=int, default=1, help="torch threads")
-        sub.add_argument("--resamples", type=int, default=10_000)
-        sub.add_argument("--verbose", action="store_true", help="print every epoch")
+def _common(sub: argparse.ArgumentParser) -> None:
+    """The instance size."""
+    sub.add_argument("--d", type=int, default=10)
+    sub.add_argument("--n", type=int, default=600)
 
+
+def _training(sub: argparse.ArgumentParser) -> None:
+    """The first model's training options."""
+    sub.add_argument("--data", required=True, help="the shard directory (train and dev)")
+    sub.add_argument("--epochs", type=int, default=40)
+    sub.add_argument("--batch-size", type=int, default=32)
+    sub.add_argument("--learning-rate", type=float, default=1e-3)
+    sub.add_argument("--hidden", type=int, default=64)
+    sub.add_argument("--layers", type=int, default=2)
+    sub.add_argument("--seed", type=int, default=0)
+    sub.add_argument("--threads", type=int, default=1, help="torch threads")
+    sub.add_argument("--resamples", type=int, default=10_000)
+    sub.add_argument("--verbose", action="store_true", help="print every epoch")
+
+
+def _data_arguments(commands: argparse._SubParsersAction) -> None:
     data = commands.add_parser("data", help="compute labelled evidence grids as shards")
-    common(data)
+    _common(data)
     data.add_argument("--families", default="all")
     data.add_argument("--split", default="train", choices=("train", "dev"))
     data.add_argument("--start", type=int, default=0)
@@ -45,26 +55,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     data.add_argument("--address", default=None, help="an existing Ray cluster's address")
     data.add_argument("--out", required=True)
 
+
+def _train_arguments(commands: argparse._SubParsersAction) -> None:
     train = commands.add_parser("train", help="train the grid model on train shards; score dev")
-    common(train)
-    training(train)
+    _common(train)
+    _training(train)
     train.add_argument("--per-family", type=int, default=None,
                        help="the first N train instances of each family (default: all)")
     train.add_argument("--exclude", default="", help="families left out (comma-separated)")
     train.add_argument("--out", required=True, help="write the model here")
 
+
+def _curve_arguments(commands: argparse._SubParsersAction) -> None:
     curve = commands.add_parser("curve", help="the learning curve: dev gain vs train size")
-    common(curve)
-    training(curve)
+    _common(curve)
+    _training(curve)
     curve.add_argument("--sizes", default="2,17,167,all",
                        help="train instances per family of each point")
     curve.add_argument("--out", required=True, help="write curve.json and curve.png here")
 
+
+def _lofo_arguments(commands: argparse._SubParsersAction) -> None:
     lofo = commands.add_parser(
         "lofo", help="leave one family out: train on five families, score the sixth's split "
                      "instances beside the model trained on all six")
-    common(lofo)
-    training(lofo)
+    _common(lofo)
+    _training(lofo)
     lofo.add_argument("--per-family", type=int, default=None,
                       help="the first N train instances of each family (default: all)")
     lofo.add_argument("--families", default="all", help="the families held out in turn")
@@ -73,14 +89,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     lofo.add_argument("--workers", type=int, default=1)
     lofo.add_argument("--out", required=True, help="write the models and lofo.json here")
 
+
+def _costs_arguments(commands: argparse._SubParsersAction) -> None:
     costs = commands.add_parser("costs", help="seconds per instance of each part of the grid")
-    common(costs)
+    _common(costs)
     costs.add_argument("--data", required=True)
     costs.add_argument("--split", default="train", choices=("train", "dev"))
 
+
+def _evaluate_arguments(commands: argparse._SubParsersAction) -> None:
     evaluate = commands.add_parser("evaluate", help="score a model on a split, in memory "
                                                     "($HEURESIS_TEST_SALT seals test)")
-    common(evaluate)
+    _common(evaluate)
     evaluate.add_argument("--model", default=None, help="default: the shipped model")
     evaluate.add_argument("--families", default="all")
     evaluate.add_argument("--split", default="test", choices=("dev", "test", "train"))
@@ -90,6 +110,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     evaluate.add_argument("--resamples", type=int, default=10_000)
     evaluate.add_argument("--json", default=None)
 
+
+def _stream_arguments(commands: argparse._SubParsersAction) -> None:
     stream = commands.add_parser("stream", help="the directed model's training stream: pair "
                                                 "statistics, rows and labels of a train prior")
     stream.add_argument("--prior", default="wide", help="train prior: wide (default) or "
@@ -101,6 +123,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     stream.add_argument("--workers", type=int, default=1)
     stream.add_argument("--out", required=True, help="the shard folder (kept shards resume)")
 
+
+def _fit_arguments(commands: argparse._SubParsersAction) -> None:
     fit = commands.add_parser("fit", help="train or resume a directed (or AVICI) model on "
                                           "stream shards")
     fit.add_argument("--data", required=True, help="the stream's shard folder")
@@ -124,6 +148,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     fit.add_argument("--threads", type=int, default=1, help="torch threads")
     fit.add_argument("--out", required=True, help="checkpoints, history.jsonl and the model")
 
+
+def _study_arguments(commands: argparse._SubParsersAction) -> None:
     study = commands.add_parser("study", help="score directed models and the references "
                                               "(F1, SHD, nSHD, best cut) on a split")
     study.add_argument("--model", action="append", default=[],

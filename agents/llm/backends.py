@@ -192,16 +192,20 @@ def call_with_retries(attempt: Callable[[float | None], Any],
         failure = failure_of(exc)
         if failure is None:
             raise
-        retries = retrying.statistics.get("attempt_number", 1) - 1
-        if not failure.retryable:
-            raise BackendError(failure.message, status=failure.status, attempts=retries + 1,
-                               retries=retries, fatal=failure.fatal,
-                               retry_errors=errors) from exc
-        raise BackendError(
-            f"gave up after {retries + 1} attempts; last error: {failure.message}",
-            status=failure.status, attempts=retries + 1, retries=retries,
-            retry_errors=errors) from exc
+        raise _failed(failure, retrying.statistics.get("attempt_number", 1) - 1,
+                      errors) from exc
     return result, retrying.statistics.get("attempt_number", 1) - 1, errors
+
+
+def _failed(failure: Failure, retries: int, errors: list[str]) -> BackendError:
+    """The error of a call that failed for good: a failure not to retry, or the last of
+    ``retries`` retries."""
+    if not failure.retryable:
+        return BackendError(failure.message, status=failure.status, attempts=retries + 1,
+                            retries=retries, fatal=failure.fatal, retry_errors=errors)
+    return BackendError(f"gave up after {retries + 1} attempts; last error: {failure.message}",
+                        status=failure.status, attempts=retries + 1, retries=retries,
+                        retry_errors=errors)
 
 
 def _retry_after_seconds(headers: Any) -> float | None:

@@ -14,11 +14,12 @@ its own minibatch shuffling from ``seed`` (it uses NumPy's global generator inte
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,7 @@ from heuresis_env.errors import HeuresisError
 from heuresis_env.evidence import EVIDENCE_VERSION
 from heuresis_env.generation import SPLIT_SIZES, expand_families
 from heuresis_env.metrics import paired_bootstrap
-from heuresis_env.policy import EpisodeResult, EpisodeSettings
+from heuresis_env.policy import EpisodeResult, EpisodeSettings, Policy
 from heuresis_env.progress import Progress
 from heuresis_env.threads import available_cpus
 from heuresis_env.version import __version__
@@ -273,95 +274,36 @@ def train(family: str = "wild", algo: str = "maskable_ppo", steps: int = 20_000,
     (:func:`warm_start`); PPO then trains ``steps`` more steps. Without it PPO starts from
     a random policy, which on ``wild`` settles on submitting the guided start unchanged.
     """
-    check_choice("RL algorithm", algo, ALGORITHMS)
-    check_choice("architecture", architecture, ARCHITECTURES)
+    steps, n_envs, max_steps, hidden = _checked(algo, architecture, step_cost, steps=steps,
+                                                n_envs=n_envs, max_steps=max_steps,
+                                                hidden=hidden)
     families = expand_families(family)
-    steps = check_int("steps", steps)
-    n_envs = check_int("n_envs", n_envs)
-    max_steps = check_int("max_steps", max_steps)
-    hidden = check_int("hidden", hidden)
-    if not (isinstance(step_cost, int | float) and 0 <= step_cost < 1):
-        raise HeuresisError(f"step_cost must be a number in [0, 1), got {step_cost!r}")
-    if warm_start_edits is None:
-        warm_start_edits = architecture == "pairwise"
-    if warm_start_edits and architecture != "pairwise":
-        raise HeuresisError("warm_start_edits needs architecture='pairwise' (the warm start "
-                            "writes the shared pair head)")
-    check_choice("test_split", test_split, ("test", "dev"))
-    dev = _indices("dev_count", dev_count, "dev")
-    test = _indices("test_count", test_count, test_split)
-    if test_split == "dev" and set(dev) & set(test):
-        raise HeuresisError(f"the held-out dev instances overlap the training ones: "
-                            f"{sorted(set(dev) & set(test))[:10]}; give disjoint indices")
-    settings = EpisodeSettings(max_steps=max_steps, max_seconds=None, guided=True,
-                               target=target)
-    params = dict(DEFAULT_HYPERPARAMETERS if warm_start_edits else SCRATCH_HYPERPARAMETERS)
-    unknown = sorted(set(hyperparameters or {}) - set(params))
-    if unknown:
-        raise HeuresisError(f"unknown hyperparameter(s) {unknown}; known: {sorted(params)}")
-    params.update(hyperparameters or {})
-    params["batch_size"] = min(int(params["batch_size"]), int(params["n_steps"]) * n_envs)
+    warm_start_edits = _warm_start_wanted(warm_start_edits, architecture)
+    dev, test = _split_indices(dev_count, test_count, test_split)
+    settings = EpisodeSettings(max_steps=max_steps, max_seconds=None, guided=True, target=target)
+    params = _hyperparameters(bool(warm_start_edits), hyperparameters, n_envs)
     say = progress or (lambda message: None)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    if torch_threads is not None:
-        torch.set_num_threads(check_int("torch_threads", torch_threads))
+    out = _output_folder(out_dir, torch_threads)
 
-    workers = available_cpus() if workers is None else workers
-    instances = len(families) * (len(dev) + len(test))
-    say(f"evidence for {len(dev)} dev and {len(test)} {test_split} instances of {family} "
-        f"(d={d}, n={n}) in {workers} worker process(es)")
-    with Progress(instances, "evidence", unit="instance", say=say,
-                  show=progress is not None) as shown_evidence:
-        splits = ({"dev": dev, "test": test} if test_split == "test"
-                  else {"dev": [*dev, *test]})
-        evidence_seconds = warm_evidence(family, splits, d, n, workers,
-                                         salt=salt,
-                                         progress=lambda *_: shown_evidence.update())
-
+    evidence_seconds = _evidence(family, dev, test, test_split, d, n, workers, salt, say,
+                                 show=progress is not None)
     flatten = algo == "ppo"
     env = make_training_env(family, settings, dev, d, n, n_envs=n_envs, flatten=flatten,
                             step_cost=step_cost, seed=seed, vectorization=vectorization)
-    if architecture == "pairwise":
-        policy: Any = PairwiseMaskablePolicy if algo == "maskable_ppo" else PairwisePolicy
-        policy_kwargs: dict[str, Any] = {"hidden": hidden}
-    else:
-        policy = "MultiInputPolicy" if algo == "maskable_ppo" else "MlpPolicy"
-        policy_kwargs = {"net_arch": [hidden, hidden]}
-    ppo_params = {k: v for k, v in params.items() if k != "ent_coef_final"}
-    model = algorithm_class(algo)(policy, env, seed=seed, device="cpu", verbose=0,
-                                   policy_kwargs=policy_kwargs, **ppo_params)
-    warm: dict[str, Any] = {"used": bool(warm_start_edits), "steps": 0, "seconds": 0.0}
-    warm_policy_results: list[EpisodeResult] = []
+    model = _new_model(algo, architecture, env, hidden, seed, params)
     config = policy_config(algo, architecture, family, d, n, settings, hidden=hidden,
                            steps=steps, seed=seed, warm_start=bool(warm_start_edits))
+    evaluate = functools.partial(evaluate_policy, family=family, split=test_split,
+                                 indices=test, settings=settings, d=d, n=n, salt=salt)
     # the policy before any training, on the evaluation instances: where learning starts from
-    untrained_results = evaluate_policy(RLPolicy(model, config, seed=seed), family, test_split,
-                                        test, settings, d, n, salt)
-    if warm_start_edits:
-        say(f"warm start: every one-step edit on {len(dev)} dev instances")
-        probes = probe_edits(family, settings, dev, d, n)
-        started = time.perf_counter()
-        fit = warm_start(model.policy, probes, flatten, seed=seed,
-                         **(warm_start_options or {}))
-        warm.update(fit, steps=probes.steps,
-                    seconds=probes.seconds + time.perf_counter() - started)
-        warm_policy_results = evaluate_policy(RLPolicy(model, config, seed=seed), family,
-                                              test_split, test, settings, d, n, salt)
-    if freeze_encoder is None:
-        freeze_encoder = bool(warm_start_edits)
-    if freeze_encoder:
-        for parameter in model.policy.features_extractor.parameters():
-            parameter.requires_grad_(False)
-    warm["freeze_encoder"] = bool(freeze_encoder)
-    callback = LearningCurveCallback()
-    schedule = EntropySchedule(params["ent_coef"], params["ent_coef_final"], steps)
+    untrained_results = evaluate(RLPolicy(model, config, seed=seed))
+    warm, warm_policy_results = _warm_started(
+        model, config, family, settings, dev, d, n, flatten, seed, warm_start_edits,
+        warm_start_options, evaluate, say)
+    warm["freeze_encoder"] = _freeze_encoder(model, freeze_encoder, bool(warm_start_edits))
     say(f"training {algo} ({architecture}) for {steps} steps on {n_envs} environment(s)")
-    shown = TrainingProgress(steps, say, callback, show_bar=progress is not None)
-    started, cpu_started = time.perf_counter(), time.process_time()
-    model.learn(total_timesteps=steps, callback=[callback, schedule, shown])
-    training_seconds = time.perf_counter() - started
-    training_cpu_seconds = time.process_time() - cpu_started
+    callback, training_seconds, training_cpu_seconds = _learn(
+        model, params, steps, say, show=progress is not None)
     env.close()
 
     save(model, config, out, provenance={"written_by": "agents.rl.train", "family": family,
@@ -369,53 +311,213 @@ def train(family: str = "wild", algo: str = "maskable_ppo", steps: int = 20_000,
 
     say(f"evaluating on {len(test)} {test_split} instances"
         f"{' held out from training' if test_split == 'dev' else ''}")
-    started = time.perf_counter()
-    rl_policy = RLPolicy(model, config, deterministic=True, seed=seed)
-    policy_results = evaluate_policy(rl_policy, family, test_split, test, settings, d, n, salt)
-    start_results = evaluate_policy(SubmitStartPolicy(), family, test_split, test, settings, d,
-                                    n, salt)
-    evaluation_seconds = time.perf_counter() - started
-    policy_f1 = [float(r.scores["f1"]) for r in policy_results]
-    start_f1 = [float(r.scores["f1"]) for r in start_results]
-    difference = paired_bootstrap(policy_f1, start_f1, n_resamples=n_resamples, seed=seed)
-    per_family = {}
-    if len(families) > 1:  # evaluate_policy ran the families in this order, test indices each
-        for k, name in enumerate(families):
-            rows = slice(k * len(test), (k + 1) * len(test))
-            gain = paired_bootstrap(policy_f1[rows], start_f1[rows], n_resamples=n_resamples,
-                                    seed=seed)
-            per_family[name] = {"policy_f1": policy_f1[rows], "start_f1": start_f1[rows],
-                                "f1_difference": asdict(gain)}
-    actions = {operation: float(np.mean([r.usage["actions"].get(operation, 0)
-                                         for r in policy_results]))
-               for operation in RL_OPERATIONS}
-    curve = binned_curve(callback.episodes)
-    report = TrainingReport(
+    return _evaluated_report(
+        evaluate, RLPolicy(model, config, deterministic=True, seed=seed), families,
+        _Gains(n_resamples, seed, []), untrained_results, warm_policy_results,
         family=family, algo=algo, architecture=architecture, steps=steps, seed=seed,
         n_envs=n_envs, dev_indices=dev, test_indices=test, d=d, n=n,
         settings=settings.to_dict(), step_cost=float(step_cost), hyperparameters=params,
         evidence_seconds=evidence_seconds, training_seconds=training_seconds,
-        training_cpu_seconds=training_cpu_seconds, evaluation_seconds=evaluation_seconds,
-        policy_f1=policy_f1, start_f1=start_f1,
-        policy_means=_means(policy_results), start_means=_means(start_results),
-        f1_difference=asdict(difference), policy_actions=actions, learning_curve=curve,
-        warm_start=warm, out_dir=str(out), versions=_versions(), per_family=per_family,
-        test_split=test_split)
-    untrained_f1 = [float(r.scores["f1"]) for r in untrained_results]
+        training_cpu_seconds=training_cpu_seconds,
+        learning_curve=binned_curve(callback.episodes), warm_start=warm, out_dir=str(out),
+        versions=_versions(), test_split=test_split)
+
+
+def _evaluated_report(evaluate: Callable[[Policy], list[EpisodeResult]], policy: Policy,
+                      families: Sequence[str], gains: _Gains,
+                      untrained_results: list[EpisodeResult],
+                      warm_policy_results: list[EpisodeResult],
+                      **fields: Any) -> TrainingReport:
+    """The trained policy and the guided start on the evaluation instances, compared (and
+    the untrained and warm-started policies' results), as the report, written to its
+    folder with the learning curve's plot."""
+    started = time.perf_counter()
+    policy_results = evaluate(policy)
+    start_results = evaluate(SubmitStartPolicy())
+    evaluation_seconds = time.perf_counter() - started
+    gains = replace(gains, start_f1=[float(r.scores["f1"]) for r in start_results])
+    policy_f1 = [float(r.scores["f1"]) for r in policy_results]
+    difference = gains.over_start(policy_f1)
+    actions = {operation: float(np.mean([r.usage["actions"].get(operation, 0)
+                                         for r in policy_results]))
+               for operation in RL_OPERATIONS}
+    report = TrainingReport(
+        **fields, evaluation_seconds=evaluation_seconds, policy_f1=policy_f1,
+        start_f1=gains.start_f1, policy_means=_means(policy_results),
+        start_means=_means(start_results), f1_difference=asdict(difference),
+        policy_actions=actions,
+        per_family=gains.per_family(families, len(fields["test_indices"]), policy_f1))
     report.untrained = {"means": _means(untrained_results), "f1_difference": asdict(
-        paired_bootstrap(untrained_f1, start_f1, n_resamples=n_resamples, seed=seed))}
+        gains.over_start([float(r.scores["f1"]) for r in untrained_results]))}
     if warm_policy_results:
-        warm_f1 = [float(r.scores["f1"]) for r in warm_policy_results]
         report.warm_start["test_means"] = _means(warm_policy_results)
-        report.warm_start["f1_difference"] = asdict(paired_bootstrap(
-            warm_f1, start_f1, n_resamples=n_resamples, seed=seed))
+        report.warm_start["f1_difference"] = asdict(gains.over_start(
+            [float(r.scores["f1"]) for r in warm_policy_results]))
+    _write_report(report, report.learning_curve, difference)
+    return report
+
+
+def _checked(algo: str, architecture: str, step_cost: float, **counts: int) -> list[int]:
+    """The choices checked, and the counts (in their order) as checked integers."""
+    check_choice("RL algorithm", algo, ALGORITHMS)
+    check_choice("architecture", architecture, ARCHITECTURES)
+    checked = [check_int(name, value) for name, value in counts.items()]
+    if not (isinstance(step_cost, int | float) and 0 <= step_cost < 1):
+        raise HeuresisError(f"step_cost must be a number in [0, 1), got {step_cost!r}")
+    return checked
+
+
+def _output_folder(out_dir: str | os.PathLike, torch_threads: int | None) -> Path:
+    """The output folder, made; torch's threads set (None: left as they are)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if torch_threads is not None:
+        torch.set_num_threads(check_int("torch_threads", torch_threads))
+    return out
+
+
+def _warm_started(model: Any, config: Any, family: str, settings: EpisodeSettings,
+                  dev: list[int], d: int, n: int, flatten: bool, seed: int,
+                  warm_start_edits: bool, options: dict[str, Any] | None,
+                  evaluate: Callable[[Policy], list[EpisodeResult]],
+                  say: Callable[[str], None]) -> tuple[dict[str, Any], list[EpisodeResult]]:
+    """The warm start (when asked): the policy fitted to the rewards of every one-step edit
+    on the dev instances, then evaluated; what it did and those results."""
+    warm: dict[str, Any] = {"used": bool(warm_start_edits), "steps": 0, "seconds": 0.0}
+    if not warm_start_edits:
+        return warm, []
+    say(f"warm start: every one-step edit on {len(dev)} dev instances")
+    probes = probe_edits(family, settings, dev, d, n)
+    started = time.perf_counter()
+    fit = warm_start(model.policy, probes, flatten, seed=seed, **(options or {}))
+    warm.update(fit, steps=probes.steps, seconds=probes.seconds + time.perf_counter() - started)
+    return warm, evaluate(RLPolicy(model, config, seed=seed))
+
+
+def _warm_start_wanted(warm_start_edits: bool | None, architecture: str) -> bool:
+    """Whether to warm-start from every one-step edit (by default: the pairwise network)."""
+    if warm_start_edits is None:
+        return architecture == "pairwise"
+    if warm_start_edits and architecture != "pairwise":
+        raise HeuresisError("warm_start_edits needs architecture='pairwise' (the warm start "
+                            "writes the shared pair head)")
+    return bool(warm_start_edits)
+
+
+def _evidence(family: str, dev: list[int], test: list[int], test_split: str, d: int, n: int,
+              workers: int | None, salt: str | None, say: Callable[[str], None],
+              show: bool) -> float:
+    """Compute every instance's evidence first (``workers`` processes; by default one per
+    CPU), so that training time excludes it; its seconds."""
+    workers = available_cpus() if workers is None else workers
+    instances = len(expand_families(family)) * (len(dev) + len(test))
+    say(f"evidence for {len(dev)} dev and {len(test)} {test_split} instances of {family} "
+        f"(d={d}, n={n}) in {workers} worker process(es)")
+    with Progress(instances, "evidence", unit="instance", say=say, show=show) as shown:
+        splits = ({"dev": dev, "test": test} if test_split == "test"
+                  else {"dev": [*dev, *test]})
+        return warm_evidence(family, splits, d, n, workers, salt=salt,
+                             progress=lambda *_: shown.update())
+
+
+def _freeze_encoder(model: Any, freeze_encoder: bool | None, warm_started: bool) -> bool:
+    """Freeze the feature extractor (by default after a warm start); whether it was."""
+    if freeze_encoder is None:
+        freeze_encoder = warm_started
+    if freeze_encoder:
+        for parameter in model.policy.features_extractor.parameters():
+            parameter.requires_grad_(False)
+    return bool(freeze_encoder)
+
+
+def _learn(model: Any, params: dict[str, Any], steps: int, say: Callable[[str], None],
+           show: bool) -> tuple[LearningCurveCallback, float, float]:
+    """PPO for ``steps`` steps with the entropy schedule: the learning curve, wall and CPU
+    seconds."""
+    callback = LearningCurveCallback()
+    schedule = EntropySchedule(params["ent_coef"], params["ent_coef_final"], steps)
+    shown = TrainingProgress(steps, say, callback, show_bar=show)
+    started, cpu_started = time.perf_counter(), time.process_time()
+    model.learn(total_timesteps=steps, callback=[callback, schedule, shown])
+    return callback, time.perf_counter() - started, time.process_time() - cpu_started
+
+
+def _split_indices(dev_count: int | Sequence[int], test_count: int | Sequence[int],
+                   test_split: str) -> tuple[list[int], list[int]]:
+    """The training (dev) and evaluation indices, disjoint when both are dev instances."""
+    check_choice("test_split", test_split, ("test", "dev"))
+    dev = _indices("dev_count", dev_count, "dev")
+    test = _indices("test_count", test_count, test_split)
+    if test_split == "dev" and set(dev) & set(test):
+        raise HeuresisError(f"the held-out dev instances overlap the training ones: "
+                            f"{sorted(set(dev) & set(test))[:10]}; give disjoint indices")
+    return dev, test
+
+
+def _hyperparameters(warm_start_edits: bool, given: dict[str, Any] | None,
+                     n_envs: int) -> dict[str, Any]:
+    """The defaults (with or without a warm start) updated by ``given``, the batch no larger
+    than a rollout."""
+    params = dict(DEFAULT_HYPERPARAMETERS if warm_start_edits else SCRATCH_HYPERPARAMETERS)
+    unknown = sorted(set(given or {}) - set(params))
+    if unknown:
+        raise HeuresisError(f"unknown hyperparameter(s) {unknown}; known: {sorted(params)}")
+    params.update(given or {})
+    params["batch_size"] = min(int(params["batch_size"]), int(params["n_steps"]) * n_envs)
+    return params
+
+
+def _new_model(algo: str, architecture: str, env: Any, hidden: int, seed: int,
+               params: dict[str, Any]) -> Any:
+    """The untrained model of ``algo`` with the architecture's policy network."""
+    if architecture == "pairwise":
+        policy: Any = PairwiseMaskablePolicy if algo == "maskable_ppo" else PairwisePolicy
+        policy_kwargs: dict[str, Any] = {"hidden": hidden}
+    else:
+        policy = "MultiInputPolicy" if algo == "maskable_ppo" else "MlpPolicy"
+        policy_kwargs = {"net_arch": [hidden, hidden]}
+    ppo_params = {k: v for k, v in params.items() if k != "ent_coef_final"}
+    return algorithm_class(algo)(policy, env, seed=seed, device="cpu", verbose=0,
+                                 policy_kwargs=policy_kwargs, **ppo_params)
+
+
+@dataclass(frozen=True)
+class _Gains:
+    """Paired bootstrap intervals of F1 gains over the guided start's F1 on the same
+    evaluation instances."""
+
+    n_resamples: int
+    seed: int
+    start_f1: list[float]
+
+    def over_start(self, f1: list[float], rows: slice = slice(None)) -> Any:
+        return paired_bootstrap(f1[rows], self.start_f1[rows], n_resamples=self.n_resamples,
+                                seed=self.seed)
+
+    def per_family(self, families: Sequence[str], count: int,
+                   f1: list[float]) -> dict[str, Any]:
+        """Each family's F1s and gain (evaluate_policy ran the families in order, ``count``
+        instances each); empty for one family."""
+        if len(families) <= 1:
+            return {}
+        per_family = {}
+        for k, name in enumerate(families):
+            rows = slice(k * count, (k + 1) * count)
+            per_family[name] = {"policy_f1": f1[rows], "start_f1": self.start_f1[rows],
+                                "f1_difference": asdict(self.over_start(f1, rows))}
+        return per_family
+
+
+def _write_report(report: TrainingReport, curve: Any, difference: Any) -> None:
+    """The learning curve's plot and the report's JSON in the output folder."""
+    out = Path(report.out_dir)
     plot_learning_curve(curve, out / CURVE_FILE, test_gain=difference,
-                        title=f"{algo} ({architecture}) on {family}, d={d}, n={n}: "
-                              f"{'test' if test_split == 'test' else 'held-out dev'} "
+                        title=f"{report.algo} ({report.architecture}) on {report.family}, "
+                              f"d={report.d}, n={report.n}: "
+                              f"{'test' if report.test_split == 'test' else 'held-out dev'} "
                               f"ΔF1 {difference.mean:+.3f}")
     report.files = {"model": str(out / MODEL_FILE),
                     "model_description": str(out / DESCRIPTION_FILE),
                     "config": str(out / CONFIG_FILE),
                     "report": str(out / REPORT_FILE), "learning_curve": str(out / CURVE_FILE)}
     (out / REPORT_FILE).write_text(json.dumps(report.to_dict(), indent=2), encoding="utf-8")
-    return report

@@ -18,8 +18,10 @@ import importlib.util
 import os
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from heuresis_env.budgets import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STEPS
 from heuresis_env.errors import UnknownNameError
@@ -91,9 +93,34 @@ def llm_configured() -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-
     registered = {**registered_policies(), **registered_references()}
     InstanceKey("lg", "test", 0, d=args.d, n=args.n)  # a bad size fails before any work
+    plan = _plan(args, registered)
+    if not plan:
+        if not registered:  # no entry point at all: the package's metadata is missing
+            print("no policy to run: no policy is registered (is the package installed? "
+                  "`make install`, or pip install -e . in the repository)", file=sys.stderr)
+        else:
+            print("no policy to run: every policy of the job was skipped (see the notes "
+                  "above)", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    run_dirs = _run_plan(args, plan)
+    # the report (one process) is written in a forked process while this one builds the
+    # viewer (its own workers): both only read the run directories
+    report_call = ForkedCall(build_report, run_dirs, args.out / "report", progress=False,
+                             viewer="../viewer/index.html")
+    viewer = build_site(run_dirs, args.out / "viewer", workers=args.workers)
+    report = report_call.result()
+    _print_outcome(args, plan, report, viewer, time.perf_counter() - started)
+    return 0
+
+
+def _plan(args: argparse.Namespace,
+          registered: Mapping[str, Any]) -> list[tuple[str, str, dict]]:
+    """The runs of the job, (run name, policy spec, options) each: the policies asked for
+    (by default the main job's), less those skipped, not registered or that cannot be built
+    here (each a note)."""
     wanted = DEMO_POLICIES if args.policies is None else tuple(
         p.strip() for p in args.policies.split(",") if p.strip())
     if args.policies is not None:  # a name the user typed must exist (a typo is an error)
@@ -114,44 +141,42 @@ def run(args: argparse.Namespace) -> int:
             plan.append((name, name, {}))
         else:
             print(f"note: policy {name!r} is not registered; skipped", file=sys.stderr)
-    def join(name: str, options: dict, what: str) -> None:
-        """Add an optional policy if it can be built here: a missing model, extra or setting
-        is a note, not a failed run."""
-        if name not in registered:
-            print(f"note: policy {name!r} is not registered; skipped", file=sys.stderr)
-            return
-        try:
-            policy = make_policy(name, options)
-        except Exception as exc:  # noqa: BLE001 - any reason to skip is reported
-            print(f"note: {what} is skipped ({type(exc).__name__}: {exc})", file=sys.stderr)
-            return
-        trained_d = getattr(policy, "d", None)  # a trained policy fixed to one size
-        if trained_d is not None and trained_d != args.d:
-            print(f"note: {what} is skipped (trained at d = {trained_d}, the run has "
-                  f"d = {args.d})", file=sys.stderr)
-            return
-        plan.append((name, name, options))
-
     if not args.no_rl and RL_POLICY not in skipped and (args.policies is None
                                                          or RL_POLICY in wanted):
-        join(RL_POLICY, {} if args.rl_model is None else {"path": str(args.rl_model)},
-             "the RL repair policy")
+        _join(plan, registered, args.d, RL_POLICY,
+              {} if args.rl_model is None else {"path": str(args.rl_model)},
+              "the RL repair policy")
     if not args.no_llm and LLM_POLICY not in skipped and (
             LLM_POLICY in wanted if args.policies is not None else llm_configured()):
-        join(LLM_POLICY, {}, "the language-model policy")
-    if not plan:
-        if not registered:  # no entry point at all: the package's metadata is missing
-            print("no policy to run: no policy is registered (is the package installed? "
-                  "`make install`, or pip install -e . in the repository)", file=sys.stderr)
-        else:
-            print("no policy to run: every policy of the job was skipped (see the notes "
-                  "above)", file=sys.stderr)
-        return 2
+        _join(plan, registered, args.d, LLM_POLICY, {}, "the language-model policy")
+    return plan
 
+
+def _join(plan: list[tuple[str, str, dict]], registered: Mapping[str, Any], d: int, name: str,
+          options: dict, what: str) -> None:
+    """Add an optional policy if it can be built here: a missing model, extra or setting
+    is a note, not a failed run."""
+    if name not in registered:
+        print(f"note: policy {name!r} is not registered; skipped", file=sys.stderr)
+        return
+    try:
+        policy = make_policy(name, options)
+    except Exception as exc:  # noqa: BLE001 - any reason to skip is reported
+        print(f"note: {what} is skipped ({type(exc).__name__}: {exc})", file=sys.stderr)
+        return
+    trained_d = getattr(policy, "d", None)  # a trained policy fixed to one size
+    if trained_d is not None and trained_d != d:
+        print(f"note: {what} is skipped (trained at d = {trained_d}, the run has "
+              f"d = {d})", file=sys.stderr)
+        return
+    plan.append((name, name, options))
+
+
+def _run_plan(args: argparse.Namespace, plan: list[tuple[str, str, dict]]) -> list[Path]:
+    """Every run of the plan in one pool of workers; their run directories, in plan order."""
     settings = EpisodeSettings(max_steps=args.max_steps, max_seconds=args.max_seconds)
     # a repair policy edits the guided start (PC-KCI's output): same budgets, guided condition
     repair_settings = replace(settings, guided=True)
-    started = time.perf_counter()
     runs = []
     for run_name, spec, options in plan:
         print(f"[{run_name}] {args.count} test instances × 6 families", file=sys.stderr)
@@ -169,14 +194,12 @@ def run(args: argparse.Namespace) -> int:
     done = evaluate_many([runs[k] for k in order], workers=args.workers,
                          progress=sys.stderr.isatty())
     summaries = [summary for _, summary in sorted(zip(order, done, strict=True))]
-    run_dirs = [summary.out_dir for summary in summaries]
-    # the report (one process) is written in a forked process while this one builds the
-    # viewer (its own workers): both only read the run directories
-    report_call = ForkedCall(build_report, run_dirs, args.out / "report", progress=False,
-                             viewer="../viewer/index.html")
-    viewer = build_site(run_dirs, args.out / "viewer", workers=args.workers)
-    report = report_call.result()
-    elapsed = time.perf_counter() - started
+    return [summary.out_dir for summary in summaries]
+
+
+def _print_outcome(args: argparse.Namespace, plan: list[tuple[str, str, dict]], report: Any,
+                   viewer: Any, elapsed: float) -> None:
+    """The report's headline, notes and warnings, and where the report and viewer are."""
     print(report.headline)
     if report.headline_note:
         print(report.headline_note)
@@ -192,7 +215,6 @@ def run(args: argparse.Namespace) -> int:
     print(f"viewer: {viewer.index_path} (open it in a browser, or `heuresis view "
           f"{args.out} --out {args.out / 'viewer'} --serve`; `heuresis report {args.out} "
           f"--out DIR` reports its runs again)")
-    return 0
 
 
 def local_models_note() -> str:

@@ -18,14 +18,20 @@ HELP = ("run a policy on the instances of one family (or all) under identical bu
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-
-    defaults = EpisodeSettings()
     parser.add_argument("--policy", required=True, metavar="SPEC",
                         help="a registered policy name (entry points 'heuresis.policies') or "
                              "module:attr for any factory returning a Policy")
     parser.add_argument("--policy-option", action="append", default=[], metavar="KEY=VALUE",
                         help="an option passed to the policy factory (VALUE read as JSON when "
                              "it parses, else as text); repeatable")
+    _instance_arguments(parser)
+    _budget_arguments(parser.add_argument_group(
+        "budgets and options (identical for every policy)"))
+    _run_arguments(parser)
+
+
+def _instance_arguments(parser: argparse.ArgumentParser) -> None:
+    """Which instances (or which table) the episodes play, and the task."""
     parser.add_argument("--family", default="all",
                         help="a family name (lg, anm, hetero, wild, mixed, gauntlet, "
                              "bnlearn-alarm, sachs, or any registered one), several joined by "
@@ -56,7 +62,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--names", choices=["anonymous", "decoy"], default="anonymous",
                         help="question runs: column names X1..Xd (default) or decoy domain "
                              "words attached at random")
-    budgets = parser.add_argument_group("budgets and options (identical for every policy)")
+
+
+def _budget_arguments(budgets: argparse._ArgumentGroup) -> None:
+    """An episode's budgets and options, the defaults :class:`EpisodeSettings`'s."""
+    defaults = EpisodeSettings()
     budgets.add_argument("--max-steps", type=int, default=defaults.max_steps,
                          help=f"step budget per episode (default {defaults.max_steps})")
     budgets.add_argument("--max-seconds", type=float, default=defaults.max_seconds,
@@ -81,6 +91,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                          default=defaults.prompt_level,
                          help="prompt level for language-model policies, 1 (bare task) to 4 "
                               "(method hints)")
+
+
+def _run_arguments(parser: argparse.ArgumentParser) -> None:
+    """How the run goes: repeats, workers, the run directory, sizes, the policy's isolation."""
     parser.add_argument("--repeats", type=int, default=1, help="episodes per instance")
     parser.add_argument("--workers", type=int, default=1,
                         help="parallel workers (processes or Ray actors), one policy each")

@@ -201,6 +201,40 @@ def pc(data: np.ndarray | None, names: Sequence[str] | None = None,
     docstring for the enumeration order and the rules.
     """
     start = time.perf_counter()
+    _check_arguments(variant, orientation, alpha, max_depth)
+    tester = _resolve_ci_test(data, ci_test, ci_params)
+    d = tester.d
+    names = validate_names(names, d)
+    alpha = float(alpha)
+    max_depth = None if max_depth is None else int(max_depth)
+    search = _search_skeleton(tester, names, alpha, max_depth, stable=variant == "stable")
+    deletion_log, tested = search.deletion_log, search.tested
+
+    skeleton_matrix = np.array(search.adjacent, dtype=bool).reshape(d, d)
+    column = {name: i for i, name in enumerate(names)}
+    deleting_sets = {frozenset((column[r.x], column[r.y])):
+                     (column[r.x], tuple(column[v] for v in r.conditioning_set))
+                     for r in deletion_log}
+    oriented = orient(skeleton_matrix, deleting_sets, names, tester, alpha, orientation,
+                      variant, max_depth)
+    graph = pdag_to_graph(oriented.pdag, names)
+    skeleton = pdag_to_graph(skeleton_matrix, names)
+    separating_sets = {
+        frozenset(names[a] for a in pair): tuple(names[v] for v in s)
+        for pair, s in search.separating_sets_index.items()
+    }
+    return PCResult(
+        graph=graph, skeleton=skeleton, deletion_log=deletion_log,
+        separating_sets=separating_sets, n_tests=len(tested), ci_test=tester.method,
+        alpha=alpha, variant=variant, runtime=time.perf_counter() - start,
+        n_test_calls=search.n_test_calls, max_depth=max_depth, names=names,
+        orientation=orientation,
+        triples=list(oriented.triples), n_orientation_tests=len(oriented.tests_asked - tested),
+    )
+
+
+def _check_arguments(variant: str, orientation: str, alpha: float,
+                     max_depth: int | None) -> None:
     if variant not in PC_VARIANTS:
         raise UnknownNameError("PC variant", variant, PC_VARIANTS)
     if orientation not in ORIENTATION_RULES:
@@ -210,13 +244,24 @@ def pc(data: np.ndarray | None, names: Sequence[str] | None = None,
     if max_depth is not None and (isinstance(max_depth, bool)
                                   or not isinstance(max_depth, numbers.Integral) or max_depth < 0):
         raise HeuresisError(f"max_depth must be None or an integer ≥ 0, got {max_depth!r}")
-    tester = _resolve_ci_test(data, ci_test, ci_params)
-    d = tester.d
-    names = validate_names(names, d)
-    alpha = float(alpha)
-    max_depth = None if max_depth is None else int(max_depth)
-    stable = variant == "stable"
 
+
+@dataclass
+class _SkeletonSearch:
+    """What PC's adjacency search leaves: the adjacency, the deletion log, each deleted
+    pair's set, the distinct tests asked and the number of test calls."""
+
+    adjacent: list[list[bool]]
+    deletion_log: list[Deletion]
+    separating_sets_index: dict[frozenset[int], tuple[int, ...]]
+    tested: set[tuple[int, int, tuple[int, ...]]]
+    n_test_calls: int
+
+
+def _search_skeleton(tester: CITest, names: Sequence[str], alpha: float,
+                     max_depth: int | None, stable: bool) -> _SkeletonSearch:
+    """The adjacency search, level by level (the module docstring's enumeration order)."""
+    d = tester.d
     adjacent = [[x != y for y in range(d)] for x in range(d)]
     degree = [d - 1] * d
     deletion_log: list[Deletion] = []
@@ -256,27 +301,7 @@ def pc(data: np.ndarray | None, names: Sequence[str] | None = None,
                         ))
                         break
         level += 1
-
-    skeleton_matrix = np.array(adjacent, dtype=bool).reshape(d, d)
-    column = {name: i for i, name in enumerate(names)}
-    deleting_sets = {frozenset((column[r.x], column[r.y])):
-                     (column[r.x], tuple(column[v] for v in r.conditioning_set))
-                     for r in deletion_log}
-    oriented = orient(skeleton_matrix, deleting_sets, names, tester, alpha, orientation,
-                      variant, max_depth)
-    graph = pdag_to_graph(oriented.pdag, names)
-    skeleton = pdag_to_graph(skeleton_matrix, names)
-    separating_sets = {
-        frozenset(names[a] for a in pair): tuple(names[v] for v in s)
-        for pair, s in separating_sets_index.items()
-    }
-    return PCResult(
-        graph=graph, skeleton=skeleton, deletion_log=deletion_log,
-        separating_sets=separating_sets, n_tests=len(tested), ci_test=tester.method,
-        alpha=alpha, variant=variant, runtime=time.perf_counter() - start,
-        n_test_calls=n_test_calls, max_depth=max_depth, names=names, orientation=orientation,
-        triples=list(oriented.triples), n_orientation_tests=len(oriented.tests_asked - tested),
-    )
+    return _SkeletonSearch(adjacent, deletion_log, separating_sets_index, tested, n_test_calls)
 
 
 def label_deletions(deletion_log: Iterable[Deletion], true_dag: Graph) -> list[str]:

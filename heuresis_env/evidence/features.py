@@ -18,7 +18,7 @@ import itertools
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -243,3 +243,37 @@ def grid_table(owner: Any, names: Sequence[str], pairs: np.ndarray, nodes: np.nd
     lines += table_lines(owner, layout.node_header, layout.node_label, node_columns,
                          ((name, k) for k, name in enumerate(names)))
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class FeatureGrid:
+    """One instance's d × d table of declared features: ``pairs[i, j, c]`` is pair feature c
+    of (i, j) (the diagonal is 0), ``nodes[i, c]`` node feature c of variable i, ``seconds``
+    each block's CPU seconds; a subclass names its features and its text's layout."""
+
+    names: tuple[str, ...]
+    sha256: str
+    pairs: np.ndarray  # (d, d, len(PAIR_FEATURES)) float32
+    nodes: np.ndarray  # (d, len(NODE_FEATURES)) float32
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    PAIR_FEATURES: ClassVar[tuple[GridFeature, ...]] = ()
+    NODE_FEATURES: ClassVar[tuple[GridFeature, ...]] = ()
+    LAYOUT: ClassVar[GridLayout] = GridLayout("pair", "{}", "variable", "{}")
+
+    @property
+    def d(self) -> int:
+        return len(self.names)
+
+    def pair(self, name: str) -> np.ndarray:
+        """The (d, d) matrix of one pair feature."""
+        return self.pairs[:, :, [f.name for f in self.PAIR_FEATURES].index(name)]
+
+    def node(self, name: str) -> np.ndarray:
+        """The (d,) column of one node feature."""
+        return self.nodes[:, [f.name for f in self.NODE_FEATURES].index(name)]
+
+    def text(self, chosen: Iterable[tuple[int, int]] | None = None) -> str:
+        """The table as text (:func:`grid_table`, the subclass's layout)."""
+        return grid_table(self, self.names, self.pairs, self.nodes, self.PAIR_FEATURES,
+                          self.NODE_FEATURES, self.LAYOUT, chosen)

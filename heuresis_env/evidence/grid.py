@@ -42,7 +42,7 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -55,11 +55,11 @@ from heuresis_env.errors import DataError, HeuresisError
 from heuresis_env.evidence.features import (
     EvidenceContext,
     FeatureBlock,
+    FeatureGrid,
     GridFeature,
     GridLayout,
     TableRow,
     TextColumn,
-    grid_table,
     node_features,
     pair_features,
     run_blocks,
@@ -390,28 +390,18 @@ GRID_NODE_FEATURE_NAMES = tuple(f.name for f in GRID_NODE_FEATURES)
 
 
 @dataclass(frozen=True)
-class EvidenceGrid:
+class EvidenceGrid(FeatureGrid):
     """One instance's evidence grid: ``pairs[i, j, c]`` is feature c of the ordered pair
     (i, j) (the diagonal is 0), ``nodes[i, c]`` feature c of variable i; ``seconds`` the CPU
     seconds of each part (PC-KCI's own run is the guided start's, not counted here)."""
 
-    names: tuple[str, ...]
-    sha256: str
-    pairs: np.ndarray  # (d, d, len(GRID_PAIR_FEATURES)) float32
-    nodes: np.ndarray  # (d, len(GRID_NODE_FEATURES)) float32
-    seconds: dict[str, float] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def d(self) -> int:
-        return len(self.names)
-
-    def pair(self, name: str) -> np.ndarray:
-        """The (d, d) matrix of one pair feature."""
-        return self.pairs[:, :, GRID_PAIR_FEATURE_NAMES.index(name)]
-
-    def node(self, name: str) -> np.ndarray:
-        return self.nodes[:, GRID_NODE_FEATURE_NAMES.index(name)]
+    PAIR_FEATURES: ClassVar[tuple[GridFeature, ...]] = GRID_PAIR_FEATURES
+    NODE_FEATURES: ClassVar[tuple[GridFeature, ...]] = GRID_NODE_FEATURES
+    #: the pair section's rows are labelled in 12 characters, the variables' in 9; the
+    #: features without a column are not shown
+    LAYOUT: ClassVar[GridLayout] = GridLayout("pair", "{:<12}", "variable ", "{:<9}")
 
     def rows(self) -> list[dict[str, Any]]:
         """One JSON-ready row per unordered pair {i, j} (i < j): symmetric features once,
@@ -465,13 +455,7 @@ class EvidenceGrid:
         """The grid as text (what the ``evidence_grid`` tool shows): a row per pair with the
         most telling columns — −log10 p-values (lp), flags (y/n), gains (nats per row, both
         directions) — then a row per variable; the columns are the declarations'."""
-        return grid_table(self, self.names, self.pairs, self.nodes, GRID_PAIR_FEATURES,
-                          GRID_NODE_FEATURES, _LAYOUT)
-
-
-#: the pair section's rows are labelled in 12 characters, the variables' in 9; the features
-#: without a column are not shown
-_LAYOUT = GridLayout("pair", "{:<12}", "variable ", "{:<9}")
+        return self.text()
 
 
 def compute_evidence_grid(data: np.ndarray, names: Sequence[str], sha256: str,

@@ -50,7 +50,8 @@ import functools
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from scipy.special import chdtrc, log_ndtr
@@ -61,10 +62,10 @@ from heuresis_env.errors import DataError, HeuresisError
 from heuresis_env.evidence.features import (
     EvidenceContext,
     FeatureBlock,
+    FeatureGrid,
     GridFeature,
     GridLayout,
     TextColumn,
-    grid_table,
     node_features,
     pair_features,
     run_blocks,
@@ -443,42 +444,26 @@ STATISTICS_PAIR_FEATURE_NAMES = tuple(f.name for f in STATISTICS_PAIR_FEATURES)
 STATISTICS_NODE_FEATURE_NAMES = tuple(f.name for f in STATISTICS_NODE_FEATURES)
 
 
-@dataclass(frozen=True)
-class PairStatistics:
-    """One instance's statistics: ``pairs[i, j, c]`` is pair feature c of (i, j) (diagonal
-    0), ``nodes[i, c]`` node feature c of variable i, ``seconds`` each block's CPU seconds."""
-
-    names: tuple[str, ...]
-    sha256: str
-    pairs: np.ndarray  # (d, d, P) float32
-    nodes: np.ndarray  # (d, N) float32
-    seconds: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def d(self) -> int:
-        return len(self.names)
-
-    def pair(self, name: str) -> np.ndarray:
-        return self.pairs[:, :, STATISTICS_PAIR_FEATURE_NAMES.index(name)]
-
-    def node(self, name: str) -> np.ndarray:
-        return self.nodes[:, STATISTICS_NODE_FEATURE_NAMES.index(name)]
-
-    def table_text(self, pairs: Sequence[tuple[int, int]] | None = None) -> str:
-        """A row per unordered pair (every feature, ordered ones as i→j / j→i), then a row
-        per variable; the columns are the declarations' names."""
-        return grid_table(self, self.names, self.pairs, self.nodes, STATISTICS_PAIR_FEATURES,
-                          STATISTICS_NODE_FEATURES, _LAYOUT, pairs)
-
-
 def _default_column(feature: GridFeature, is_pair: bool) -> TextColumn:
     if is_pair and not feature.symmetric:
         return TextColumn(f"  {feature.name}(->,<-)", "  {:.3g},{:.3g}")
     return TextColumn(f"  {feature.name}", "  {:.3g}")
 
 
-#: every feature a column headed by its name, values to three significant digits
-_LAYOUT = GridLayout("pair", "{}", "variable", "{}", _default_column)
+@dataclass(frozen=True)
+class PairStatistics(FeatureGrid):
+    """One instance's statistics: ``pairs[i, j, c]`` is pair feature c of (i, j) (diagonal
+    0), ``nodes[i, c]`` node feature c of variable i, ``seconds`` each block's CPU seconds."""
+
+    PAIR_FEATURES: ClassVar[tuple[GridFeature, ...]] = STATISTICS_PAIR_FEATURES
+    NODE_FEATURES: ClassVar[tuple[GridFeature, ...]] = STATISTICS_NODE_FEATURES
+    #: every feature a column headed by its name, values to three significant digits
+    LAYOUT: ClassVar[GridLayout] = GridLayout("pair", "{}", "variable", "{}", _default_column)
+
+    def table_text(self, pairs: Sequence[tuple[int, int]] | None = None) -> str:
+        """A row per unordered pair (every feature, ordered ones as i→j / j→i), then a row
+        per variable; the columns are the declarations' names."""
+        return self.text(pairs)
 
 
 def compute_pair_statistics(data: np.ndarray, names: Sequence[str], sha256: str,

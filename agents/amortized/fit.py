@@ -171,104 +171,37 @@ def fit_directed(shards: str | Path, out: str | Path, settings: FitSettings,
     call first. See the module docstring."""
     torch.set_num_threads(settings.threads)
     out = Path(out)
-    checkpoint = out / "checkpoint"
     out.mkdir(parents=True, exist_ok=True)
-    paths = stream_shards(shards, prior)
-    if not paths:
-        raise HeuresisError(f"no stream shards in {shards} (build them with `python -m "
-                            f"agents.amortized stream`)")
-    if settings.shards is not None:
-        if settings.shards < 1:
-            raise HeuresisError(f"shards must be at least 1, got {settings.shards}")
-        if len(paths) < settings.shards:
-            raise HeuresisError(f"{shards}: {len(paths)} stream shards, the fixed set needs the "
-                                f"first {settings.shards} (build more with `heuresis amortized "
-                                f"stream`)")
-        paths = paths[:settings.shards]
+    say = progress or (lambda message: None)
+    paths = _training_shards(shards, settings, prior)
     data = load_stream(paths)
-    lineage = _lineage(settings.init) if settings.init else None
-    step = 0
-    if (checkpoint / "state.json").exists():
-        model, record = load_directed(checkpoint)
-        state = json.loads((checkpoint / "state.json").read_text())
-        step = int(state["step"])
-        if state["settings"]["architecture"] != settings.architecture:
-            raise HeuresisError(f"{checkpoint}: a checkpoint of another architecture")
-        if settings.shards is not None and state.get("shard_digests") not in (
-                None, _digests(paths)):
-            raise HeuresisError(f"{checkpoint}: trained on other shards than the first "
-                                f"{settings.shards} in {shards}")
-        if progress is not None:
-            progress(f"resuming at step {step} from {checkpoint}")
-    elif settings.init:
-        if config:
-            raise HeuresisError("a run started from a model (init) takes that model's "
-                                "configuration; give no config")
-        torch.manual_seed(settings.seed)
-        model, _ = load_directed(settings.init)
-        if model.architecture != settings.architecture:
-            raise HeuresisError(f"{settings.init}: a {model.architecture} model, not "
-                                f"{settings.architecture}")
-    else:
-        torch.manual_seed(settings.seed)
-        fields = dict(config or {})
-        if settings.architecture == "directed":
-            fields["input_mean"], fields["input_std"] = fit_normalisation(data)
-        model = _build(settings, fields)
+    model, step = _starting_model(out / "checkpoint", settings, config, data, paths, say)
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate,
                                   weight_decay=settings.weight_decay)
-    if (checkpoint / "optimizer.npz").exists() and step > 0:
-        _load_optimizer(optimizer, checkpoint / "optimizer.npz")
+    if (out / "checkpoint" / "optimizer.npz").exists() and step > 0:
+        _load_optimizer(optimizer, out / "checkpoint" / "optimizer.npz")
     rows = int(model.config.rows)
-    history = out / "history.jsonl"
-    started = time.perf_counter()
-    losses: list[float] = []
-
-    def split(data: StreamSet) -> tuple[dict[int, np.ndarray], np.ndarray]:
-        held = (data.index % settings.holdout_every) == 0
-        usable = (~held) & (data.d <= settings.max_d)
-        buckets = {int(d): np.flatnonzero(usable & (data.d == d))
-                   for d in np.unique(data.d[usable])}
-        return buckets, np.flatnonzero(held & (data.d <= settings.max_d))
-
-    buckets, held_out = split(data)
-    fixed = {"shard_digests": _digests(paths)} if settings.shards is not None else {}
-    origin = {"init": lineage} if lineage else {}
-    if step == 0 and lineage and not history.exists():
+    record = {"init": _lineage(settings.init)} if settings.init else {}
+    buckets, held_out = _split(data, settings)
+    if step == 0 and record and not (out / "history.jsonl").exists():
         held = _held_out_loss(model, data, held_out, rows, settings.seed)
-        with history.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"step": 0, "held_out_loss": held, "instances": len(data),
-                                     "init": lineage["weights_sha256"]}) + "\n")
+        _log(out, {"step": 0, "held_out_loss": held, "instances": len(data),
+                   "init": record["init"]["weights_sha256"]})
         save_directed(model, out / "best", {"step": 0, "held_out_loss": held,
                                             "instances": len(data),
-                                            "settings": asdict(settings), **origin})
-        if progress is not None:
-            progress(f"step 0 (the starting model): held-out {held:.4f}")
+                                            "settings": asdict(settings), **record})
+        say(f"step 0 (the starting model): held-out {held:.4f}")
+    started = time.perf_counter()
+    losses: list[float] = []
     last = settings.steps if settings.stop_at is None else min(settings.steps, settings.stop_at)
     while step < last:
         if step % settings.reload_every == 0 and step > 0 and settings.shards is None:
             fresh = stream_shards(shards, prior)
             if len(fresh) > len(paths):
                 paths, data = fresh, load_stream(fresh)
-                buckets, held_out = split(data)
-        rng = np.random.default_rng([settings.seed, step])
-        sizes = np.array(sorted(buckets))
-        weights = np.array([len(buckets[int(s)]) for s in sizes], dtype=float)
-        d = int(rng.choice(sizes, p=weights / weights.sum()))
-        size = max(1, min(settings.max_batch, settings.batch_cells // (d * d)))
-        members = rng.choice(buckets[d], size=min(size, len(buckets[d])), replace=False)
-        cells, row_in, dags = _batch(data, members, rows, rng)
-        for group in optimizer.param_groups:
-            group["lr"] = _learning_rate(settings, step)
-        loss = model.loss(model(cells, row_in), dags)
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        if isinstance(model, AviciModel):
-            model.dual_step(step)
-        losses.append(float(loss.detach()))
+                buckets, held_out = _split(data, settings)
+        losses.append(_train_step(model, optimizer, data, buckets, rows, settings, step))
         step += 1
         if step % settings.checkpoint_every == 0 or step == last:
             held = _held_out_loss(model, data, held_out, rows, settings.seed)
@@ -278,32 +211,130 @@ def fit_directed(shards: str | Path, out: str | Path, settings: FitSettings,
             if isinstance(model, AviciModel):
                 entry["dual"] = float(model.dual)
             losses = []
-            with history.open("a", encoding="utf-8") as handle:
-                handle.write(json.dumps(entry) + "\n")
-            save_directed(model, checkpoint, {"step": step, "settings": asdict(settings),
-                                              **origin})
-            best_file = out / "best" / "model.json"
-            best_loss = (json.loads(best_file.read_text())["provenance"].get("held_out_loss",
-                                                                             math.inf)
-                         if best_file.exists() else math.inf)
-            if held < best_loss:
-                save_directed(model, out / "best", {"step": step, "held_out_loss": held,
-                                                    "instances": len(data),
-                                                    "settings": asdict(settings), **origin})
-            _save_optimizer(optimizer, checkpoint / "optimizer.npz")
-            atomic_write_bytes(checkpoint / "state.json", json.dumps(
-                {"step": step, "settings": asdict(settings),
-                 "shards": [p.name for p in paths], **fixed}, indent=1).encode())
-            if progress is not None:
-                progress(f"step {step}/{settings.steps}: loss {entry['loss']:.4f}, held-out "
-                         f"{held:.4f}, {len(data)} instances, {entry['seconds']:.0f} s")
+            _log(out, entry)
+            _checkpoint(out, model, optimizer, settings, entry, paths, record)
+            say(f"step {step}/{settings.steps}: loss {entry['loss']:.4f}, held-out "
+                f"{held:.4f}, {len(data)} instances, {entry['seconds']:.0f} s")
     if step < settings.steps:
-        return checkpoint  # stopped early: the checkpoint is where a later call goes on
+        return out / "checkpoint"  # stopped early: where a later call goes on
     model.eval()
-    final = save_directed(model, out / "model", {
+    return save_directed(model, out / "model", {
         "steps": settings.steps, "settings": asdict(settings),
-        "shards": [p.name for p in paths], "instances": len(data), **fixed, **origin})
-    return final
+        "shards": [p.name for p in paths], "instances": len(data),
+        **_fixed_set(paths, settings), **record})
+
+
+def _training_shards(shards: str | Path, settings: FitSettings,
+                     prior: str | TrainPrior | None) -> list[Path]:
+    """The shards a run reads first: every one in the folder, or the fixed set's."""
+    paths = stream_shards(shards, prior)
+    if not paths:
+        raise HeuresisError(f"no stream shards in {shards} (build them with `python -m "
+                            f"agents.amortized stream`)")
+    if settings.shards is None:
+        return paths
+    if settings.shards < 1:
+        raise HeuresisError(f"shards must be at least 1, got {settings.shards}")
+    if len(paths) < settings.shards:
+        raise HeuresisError(f"{shards}: {len(paths)} stream shards, the fixed set needs the "
+                            f"first {settings.shards} (build more with `heuresis amortized "
+                            f"stream`)")
+    return paths[:settings.shards]
+
+
+def _starting_model(checkpoint: Path, settings: FitSettings, config: dict[str, Any] | None,
+                    data: StreamSet, paths: list[Path], say: Callable[[str], None]
+                    ) -> tuple[DirectedModel | AviciModel, int]:
+    """The model and step a run starts from: its checkpoint (resuming), the ``init`` model,
+    or fresh seeded weights."""
+    if (checkpoint / "state.json").exists():
+        model, _ = load_directed(checkpoint)
+        state = json.loads((checkpoint / "state.json").read_text())
+        if state["settings"]["architecture"] != settings.architecture:
+            raise HeuresisError(f"{checkpoint}: a checkpoint of another architecture")
+        if settings.shards is not None and state.get("shard_digests") not in (
+                None, _digests(paths)):
+            raise HeuresisError(f"{checkpoint}: trained on other shards than the first "
+                                f"{settings.shards} of its folder")
+        say(f"resuming at step {state['step']} from {checkpoint}")
+        return model, int(state["step"])
+    torch.manual_seed(settings.seed)
+    if settings.init:
+        if config:
+            raise HeuresisError("a run started from a model (init) takes that model's "
+                                "configuration; give no config")
+        model, _ = load_directed(settings.init)
+        if model.architecture != settings.architecture:
+            raise HeuresisError(f"{settings.init}: a {model.architecture} model, not "
+                                f"{settings.architecture}")
+        return model, 0
+    fields = dict(config or {})
+    if settings.architecture == "directed":
+        fields["input_mean"], fields["input_std"] = fit_normalisation(data)
+    return _build(settings, fields), 0
+
+
+def _split(data: StreamSet, settings: FitSettings) -> tuple[dict[int, np.ndarray], np.ndarray]:
+    """The training instances by size, and the held-out ones (index a multiple of
+    ``holdout_every``), both at most ``max_d`` variables."""
+    held = (data.index % settings.holdout_every) == 0
+    usable = (~held) & (data.d <= settings.max_d)
+    buckets = {int(d): np.flatnonzero(usable & (data.d == d))
+               for d in np.unique(data.d[usable])}
+    return buckets, np.flatnonzero(held & (data.d <= settings.max_d))
+
+
+def _train_step(model: DirectedModel | AviciModel, optimizer: torch.optim.Optimizer,
+                data: StreamSet, buckets: dict[int, np.ndarray], rows: int,
+                settings: FitSettings, step: int) -> float:
+    """One step (see the module docstring); its draws seeded by (seed, step)."""
+    rng = np.random.default_rng([settings.seed, step])
+    sizes = np.array(sorted(buckets))
+    weights = np.array([len(buckets[int(s)]) for s in sizes], dtype=float)
+    d = int(rng.choice(sizes, p=weights / weights.sum()))
+    size = max(1, min(settings.max_batch, settings.batch_cells // (d * d)))
+    members = rng.choice(buckets[d], size=min(size, len(buckets[d])), replace=False)
+    cells, row_in, dags = _batch(data, members, rows, rng)
+    for group in optimizer.param_groups:
+        group["lr"] = _learning_rate(settings, step)
+    loss = model.loss(model(cells, row_in), dags)
+    optimizer.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    if isinstance(model, AviciModel):
+        model.dual_step(step)
+    return float(loss.detach())
+
+
+def _log(out: Path, entry: dict[str, Any]) -> None:
+    with (out / "history.jsonl").open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(entry) + "\n")
+
+
+def _checkpoint(out: Path, model: DirectedModel | AviciModel, optimizer: torch.optim.Optimizer,
+                settings: FitSettings, entry: dict[str, Any], paths: list[Path],
+                record: dict[str, Any]) -> None:
+    """The checkpoint (model, optimizer, state) and, when its held-out loss is the lowest so
+    far, the best model."""
+    checkpoint = out / "checkpoint"
+    step, held = entry["step"], entry["held_out_loss"]
+    save_directed(model, checkpoint, {"step": step, "settings": asdict(settings), **record})
+    best_file = out / "best" / "model.json"
+    best_loss = (json.loads(best_file.read_text())["provenance"].get("held_out_loss", math.inf)
+                 if best_file.exists() else math.inf)
+    if held < best_loss:
+        save_directed(model, out / "best", {"step": step, "held_out_loss": held,
+                                            "instances": entry["instances"],
+                                            "settings": asdict(settings), **record})
+    _save_optimizer(optimizer, checkpoint / "optimizer.npz")
+    atomic_write_bytes(checkpoint / "state.json", json.dumps(
+        {"step": step, "settings": asdict(settings), "shards": [p.name for p in paths],
+         **_fixed_set(paths, settings)}, indent=1).encode())
+
+
+def _fixed_set(paths: list[Path], settings: FitSettings) -> dict[str, Any]:
+    return {"shard_digests": _digests(paths)} if settings.shards is not None else {}
 
 
 def _digests(paths: list[Path]) -> dict[str, str]:

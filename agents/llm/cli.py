@@ -25,6 +25,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "heuristic stand-in")
     parser.add_argument("--threads", type=int, default=None,
                         help="torch threads for --model (default: the cores, at most 4)")
+    parser.add_argument("--model-dir", default=None,
+                        help="a prepared copy of --model (default: prepared on first use)")
+    parser.add_argument("--cache-slots", type=int, default=8,
+                        help="conversations whose key/value cache --model keeps for their "
+                             "next turn (default 8; about two per concurrent episode)")
+    parser.add_argument("--max-batch", type=int, default=32,
+                        help="concurrent requests --model decodes as one batch (default 32)")
     parser.add_argument("--max-tests", type=int, default=3,
                         help="KCI tests the heuristic model runs on disputed pairs (default 3)")
 
@@ -39,8 +46,10 @@ def run(args: argparse.Namespace) -> int:
         raise HeuresisError(f"--port must be in 0..65535, got {args.port}")
     if args.max_tests < 0:
         raise HeuresisError(f"--max-tests must be at least 0, got {args.max_tests}")
-    if args.threads is not None and args.threads < 1:
-        raise HeuresisError(f"--threads must be at least 1, got {args.threads}")
+    for option in ("threads", "cache_slots", "max_batch"):
+        value = getattr(args, option)
+        if value is not None and value < 1:
+            raise HeuresisError(f"--{option.replace('_', '-')} must be at least 1, got {value}")
     if args.model is None:
         server = ChatServer(responder=HeuristicModel(max_tests=args.max_tests),
                             model=HEURISTIC_MODEL_NAME, port=args.port)
@@ -51,8 +60,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"heuresis llm-server: loading {args.model} (the first time, its GGUF file is "
               "converted: up to a few minutes)", file=sys.stderr, flush=True)
         threads = args.threads or min(4, os.cpu_count() or 1)
-        server = local_chat_server(args.model, threads=threads, port=args.port)
-        what = f"the local model {args.model!r} ({threads} torch threads)"
+        server = local_chat_server(args.model, model_dir=args.model_dir, threads=threads,
+                                   port=args.port, cache_slots=args.cache_slots,
+                                   max_batch=args.max_batch)
+        what = (f"the local model {args.model!r} ({threads} torch threads, batches of up to "
+                f"{args.max_batch})")
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     print(f"heuresis llm-server: {what} on {server.root_url}\n"
@@ -67,6 +79,15 @@ def run(args: argparse.Namespace) -> int:
         pass
     finally:
         server.close()
-    print(f"heuresis llm-server: stopped after {len(server.requests)} requests",
-          file=sys.stderr, flush=True)
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    decoded = ""
+    engine = getattr(server.responder, "model", None) if args.model else None
+    if engine is not None:
+        stats = engine.decoder.stats
+        decoded = (f", {stats.sequence_steps} tokens decoded in {stats.steps} batched steps "
+                   f"(largest batch {stats.largest})")
+    print(f"heuresis llm-server: stopped after {len(server.requests)} requests{decoded}, "
+          f"{usage.ru_utime + usage.ru_stime:.0f} CPU s", file=sys.stderr, flush=True)
     return 0

@@ -14,6 +14,7 @@ HELP = ("compare the language-model wrappers on the local models (smollm2-135m, 
 WRAPPER_NAMES = ("react", "react-l3", "strict", "constrained", "direct")
 MODEL_NAMES = ("smollm2-135m", "gemma3-270m")
 REFERENCE_NAMES = ("bca", "pc-kci", "router", "rl")
+WORKERS, PORT = 16, 8650
 
 
 def _names(text: str) -> list[str]:
@@ -42,7 +43,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="wall budget per episode (default 60 s)")
     parser.add_argument("--token-budget", type=int, default=64,
                         help="tokens per model turn (default 64)")
-    parser.add_argument("--workers", type=int, default=2, help="parallel worker processes")
+    parser.add_argument("--workers", type=int, default=WORKERS,
+                        help=f"episode worker processes (default {WORKERS}): the concurrent "
+                             "episodes each model's server decodes as one batch")
+    parser.add_argument("--port", type=int, default=PORT,
+                        help="the first model's server port on 127.0.0.1, the next model's "
+                             f"the next one (default {PORT}; 0: free ports, then a rerun "
+                             "cannot resume)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -57,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
                             families="all" if args.family == "all" else _names(args.family),
                             count=args.count, d=args.d, split=args.split,
                             n=args.n, settings=settings, workers=args.workers,
+                            port=args.port,
                             progress=sys.stderr.isatty())
     report = result["report"]
     print(report.headline)

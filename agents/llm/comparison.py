@@ -25,6 +25,7 @@ import json
 import math
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,11 @@ REFERENCES = ("bca", "pc-kci", "router", "rl")
 GUIDED = ("rl",)
 #: budgets a CPU meets: 6 steps, 64 tokens a turn, 60 s an episode
 COMPARISON_SETTINGS = EpisodeSettings(max_steps=6, max_seconds=60.0, token_budget_per_turn=64)
+#: episode workers: enough concurrent episodes to fill each model's batch (a language-model
+#: policy is a cheap client; the models live in their servers)
+DEFAULT_WORKERS = 16
+#: the first model's server port (the next model's is the next port); 0: free ports
+DEFAULT_PORT = 8650
 
 
 @dataclass(frozen=True)
@@ -71,8 +77,11 @@ class Arm:
 
 def comparison_arms(models: Sequence[str], wrappers: Sequence[str],
                     references: Sequence[str], settings: EpisodeSettings,
-                    model_dirs: Mapping[str, str] | None = None) -> list[Arm]:
-    """The runs: every wrapper on every model, then the references."""
+                    model_dirs: Mapping[str, str] | None = None,
+                    servers: Mapping[str, str] | None = None) -> list[Arm]:
+    """The runs: every wrapper on every model, then the references. ``servers``: the base
+    URL of each model's shared server (its episodes are decoded there, batched), else
+    ``model_dirs``: the prepared copy each policy loads itself."""
     arms = []
     for model in models:
         if model not in LOCAL_MODELS:
@@ -82,7 +91,9 @@ def comparison_arms(models: Sequence[str], wrappers: Sequence[str],
                 raise UnknownNameError("wrapper", wrapper, WRAPPERS)
             options, changes = WRAPPERS[wrapper]
             policy_options = {"backend": "local", "model": model, **options}
-            if model_dirs and model in model_dirs:
+            if servers and model in servers:
+                policy_options["base_url"] = str(servers[model])
+            elif model_dirs and model in model_dirs:
                 policy_options["model_dir"] = str(model_dirs[model])
             arms.append(Arm(f"{model}-{wrapper}", "llm", policy_options,
                             replace(settings, **changes), model, wrapper))
@@ -96,18 +107,30 @@ def run_comparison(out: Path, *, models: Sequence[str], wrappers: Sequence[str],
                    references: Sequence[str] = REFERENCES, families: str | list[str] = "all",
                    count: int = 6, d: int = 10,
                    n: int = 200, split: str = "test",
-                   settings: EpisodeSettings = COMPARISON_SETTINGS, workers: int = 2,
+                   settings: EpisodeSettings = COMPARISON_SETTINGS,
+                   workers: int = DEFAULT_WORKERS, port: int = DEFAULT_PORT,
                    progress: bool = False) -> dict[str, Any]:
-    """Prepare the models, run every arm on ``count`` instances of each family (all six),
-    write the report and the wrapper table; returns the table's rows and the paths."""
+    """Prepare the models, start one server per model (``heuresis llm-server``, one torch
+    thread each, on ``port``, ``port + 1``, …; 0: free ports), run every arm on ``count``
+    instances of each family (all six) in ``workers`` episode workers — the language-model
+    policies are clients of their model's server, which decodes their concurrent requests as
+    one batch — and write the report and the wrapper table; returns the table's rows and the
+    paths."""
+    from agents.llm.local_server import ServerProcess
+
     started = time.perf_counter()
     model_dirs = {model: str(prepare_model(model)) for model in models}
-    prepared = time.perf_counter() - started
-    arms = comparison_arms(models, wrappers, references, settings, model_dirs)
-    runs = [{"policy_spec": arm.policy, "families": families, "split": split, "count": count,
-             "settings": arm.settings, "out_dir": out / "runs" / arm.name,
-             "policy_options": arm.options, "d": d, "n": n} for arm in arms]
-    evaluate_many(runs, workers=workers, progress=progress)
+    with ExitStack() as stack:
+        servers = {model: stack.enter_context(ServerProcess(
+            model, model_dir=model_dirs[model], port=port + index if port else 0, threads=1,
+            cache_slots=workers // 2 + 4, max_batch=workers)).url
+            for index, model in enumerate(models)}
+        prepared = time.perf_counter() - started
+        arms = comparison_arms(models, wrappers, references, settings, model_dirs, servers)
+        runs = [{"policy_spec": arm.policy, "families": families, "split": split,
+                 "count": count, "settings": arm.settings, "out_dir": out / "runs" / arm.name,
+                 "policy_options": arm.options, "d": d, "n": n} for arm in arms]
+        evaluate_many(runs, workers=workers, progress=progress)
     ran = time.perf_counter() - started - prepared
     report = build_report([run["out_dir"] for run in runs], out / "report", progress=False)
     rows = wrapper_table([a for a in arms if a.model], out / "runs",

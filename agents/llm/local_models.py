@@ -36,7 +36,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -248,23 +248,20 @@ class Generation:
     prefill_seconds: float
     decode_seconds: float
     constraint_error: str | None = None
-
-
-@dataclass
-class _Slot:
-    ids: list[int]
-    cache: Any
-    used: float = field(default_factory=time.monotonic)
+    #: the most sequences decoded together while this one was (1: alone)
+    batch: int = 1
 
 
 class LocalModel:
-    """A catalogue model loaded for generation (see the module docstring); thread-safe (one
-    generation at a time). ``threads`` sets torch's intra-op threads (default: as they are —
-    one in every Heuresis process). ``cache_slots``: conversations whose key/value cache is
-    kept for reuse."""
+    """A catalogue model loaded for generation (see the module docstring); thread-safe:
+    concurrent :meth:`generate` calls are decoded together, up to ``max_batch`` at a time, by
+    one scheduler thread (:class:`~agents.llm.local_batching.BatchedDecoder`). ``threads``
+    sets torch's intra-op threads (default: as they are — one in every Heuresis process).
+    ``cache_slots``: conversations whose key/value cache is kept for reuse (a server with many
+    concurrent episodes wants about two per episode)."""
 
     def __init__(self, name: str, folder: str | os.PathLike | None = None, *,
-                 threads: int | None = None, cache_slots: int = 3):
+                 threads: int | None = None, cache_slots: int = 3, max_batch: int = 32):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from transformers.utils import logging as transformers_logging
@@ -291,9 +288,12 @@ class LocalModel:
         self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
         self.stop_ids = self._stop_ids()
         self.cache_slots = max(1, int(cache_slots))
-        self._slots: list[_Slot] = []
-        self._lock = threading.Lock()
+        self._guidance_lock = threading.Lock()
         self._guidance_tokenizer: Any = None
+        from agents.llm.local_batching import BatchedDecoder
+
+        self.decoder = BatchedDecoder(self, cache_slots=self.cache_slots,
+                                      max_batch=max_batch)
 
     def _stop_ids(self) -> set[int]:
         ids = set()
@@ -330,34 +330,6 @@ class LocalModel:
         """Tokens of ``text`` by the model's tokenizer."""
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    # ---- the key/value cache -----------------------------------------------------------------
-    def _reusable(self, ids: Sequence[int]) -> tuple[Any, int]:
-        """A cache holding the longest prefix of ``ids`` found in a slot (a copy when the slot
-        goes on past it, so another conversation keeps its own) and that prefix's length."""
-        import copy
-
-        from transformers import DynamicCache
-
-        best, length = None, 0
-        for slot in self._slots:
-            shared = _common_prefix(slot.ids, ids)
-            if shared > length:
-                best, length = slot, shared
-        length = min(length, len(ids) - 1)  # the last prompt token is computed again
-        if best is None or length <= 0:
-            return DynamicCache(), 0
-        best.used = time.monotonic()
-        cache = best.cache if length == len(best.ids) else copy.deepcopy(best.cache)
-        if cache is best.cache:
-            self._slots.remove(best)
-        cache.crop(length - cache.get_seq_length())  # a negative count: tokens removed
-        return cache, length
-
-    def _keep(self, ids: list[int], cache: Any) -> None:
-        self._slots.append(_Slot(ids, cache))
-        self._slots.sort(key=lambda slot: slot.used, reverse=True)
-        del self._slots[self.cache_slots:]
-
     # ---- generation --------------------------------------------------------------------------
     def generate(self, prompt: Sequence[int], max_tokens: int, *,
                  schema: Mapping[str, Any] | None = None, temperature: float = 0.0,
@@ -366,52 +338,27 @@ class LocalModel:
         """Up to ``max_tokens`` tokens after ``prompt`` (ids from :meth:`render`). ``schema``:
         a JSON schema the reply must follow (constrained decoding); ``deadline``: a
         ``time.monotonic()`` time after which no further token is computed; ``cancelled``:
-        asked before each token (the client went away: stop, finish reason ``time``)."""
+        asked before each token (the client went away: stop, finish reason ``time``).
+        Concurrent calls are decoded as one batch (:mod:`agents.llm.local_batching`)."""
+        from agents.llm.local_batching import new_sequence
+
         torch = self._torch
         if max_tokens < 1:
             raise HeuresisError(f"max_tokens must be at least 1, got {max_tokens}")
-        prompt = list(prompt)
         matcher = self._matcher(schema) if schema is not None else None
         generator = torch.Generator().manual_seed(int(seed)) if temperature > 0 else None
-        with self._lock, torch.inference_mode():
-            started = time.perf_counter()
-            cache, cached = self._reusable(prompt)
-            pending = prompt[cached:]
-            ids = prompt[:cached]
-            output, bitmask = [], None
-            finish, error = "length", None
-            prefill_seconds = 0.0
-            while True:
-                logits = self.model(input_ids=torch.tensor([pending]), cache=cache,
-                                    use_cache=True).logits[0, -1].float()
-                ids += pending
-                if not output:
-                    prefill_seconds = time.perf_counter() - started
-                if (deadline is not None and time.monotonic() > deadline) or (
-                        cancelled is not None and cancelled()):
-                    finish = "time"
-                    break
-                if matcher is not None:
-                    bitmask = self._mask(matcher, logits, bitmask)
-                token = self._pick(logits, temperature, generator)
-                if matcher is not None and not matcher.consume_token(token):
-                    finish, error = "stop", str(matcher.get_error() or "refused a token")
-                    break
-                if token in self.stop_ids:
-                    finish = "stop"
-                    break
-                output.append(token)
-                if matcher is not None and matcher.is_stopped():
-                    finish = "stop"
-                    break
-                if len(output) >= max_tokens:
-                    break  # the budget: finish stays "length"
-                pending = [token]
-            self._keep(ids, cache)
-            decode_seconds = time.perf_counter() - started - prefill_seconds
-        text = self.tokenizer.decode(output, skip_special_tokens=True)
-        return Generation(text, output, finish, len(prompt), cached, len(output),
-                          prefill_seconds, decode_seconds, error)
+        sequence = self.decoder.run(new_sequence(
+            prompt, max_tokens, matcher=matcher, temperature=temperature, generator=generator,
+            deadline=deadline, cancelled=cancelled))
+        text = self.tokenizer.decode(sequence.output, skip_special_tokens=True)
+        return Generation(text, sequence.output, sequence.finish, len(sequence.prompt),
+                          sequence.cached, len(sequence.output), sequence.prefill_seconds,
+                          sequence.finished_at - sequence.arrived - sequence.prefill_seconds,
+                          sequence.error, sequence.batch)
+
+    def close(self) -> None:
+        """Stop the decoder's thread (a request after it is an error)."""
+        self.decoder.close()
 
     def _pick(self, logits: Any, temperature: float, generator: Any) -> int:
         torch = self._torch
@@ -425,9 +372,10 @@ class LocalModel:
         import llguidance
         import llguidance.hf
 
-        if self._guidance_tokenizer is None:
-            self._guidance_tokenizer = llguidance.hf.from_tokenizer(
-                self.tokenizer, n_vocab=self.vocab_size, eos_token=sorted(self.stop_ids))
+        with self._guidance_lock:
+            if self._guidance_tokenizer is None:
+                self._guidance_tokenizer = llguidance.hf.from_tokenizer(
+                    self.tokenizer, n_vocab=self.vocab_size, eos_token=sorted(self.stop_ids))
         # compact JSON; keywords llguidance does not implement (propertyNames) are ignored —
         # the environment still checks every argument
         grammar = llguidance.LLMatcher.grammar_from_json_schema(
@@ -450,11 +398,3 @@ class LocalModel:
         allowed = bits.flatten()[: logits.shape[-1]].bool()
         logits.masked_fill_(~allowed, -math.inf)
         return bitmask
-
-
-def _common_prefix(first: Sequence[int], second: Sequence[int]) -> int:
-    length = min(len(first), len(second))
-    for index in range(length):
-        if first[index] != second[index]:
-            return index
-    return length

@@ -33,8 +33,10 @@ from typing import Any
 from agents.llm.local_models import LocalModel
 from agents.llm.parsing import action_schema, find_json_action
 from agents.llm.server import ChatRequest, ChatServer, ScriptedReply, http_error
+from heuresis_env.errors import HeuresisError
 
-__all__ = ["DEFAULT_MAX_TOKENS", "LocalModelResponder", "local_chat_server", "tools_prompt"]
+__all__ = ["DEFAULT_MAX_TOKENS", "LocalModelResponder", "ServerProcess", "local_chat_server",
+           "tools_prompt"]
 
 #: the reply budget of a request that names none
 DEFAULT_MAX_TOKENS = 512
@@ -163,8 +165,74 @@ def _conversation(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping
 
 
 def local_chat_server(model: str, *, model_dir: str | None = None, threads: int | None = None,
-                      port: int = 0) -> ChatServer:
+                      port: int = 0, cache_slots: int = 3, max_batch: int = 32) -> ChatServer:
     """A loopback chat server answering with the local model ``model`` (loaded before it
-    returns, so the first request pays nothing for it)."""
-    engine = LocalModel(model, model_dir, threads=threads)
-    return ChatServer(responder=LocalModelResponder(engine), model=engine.name, port=port)
+    returns, so the first request pays nothing for it). Concurrent requests are decoded as
+    one batch (up to ``max_batch``); ``cache_slots`` conversations keep their key/value
+    cache for the next turn."""
+    engine = LocalModel(model, model_dir, threads=threads, cache_slots=cache_slots,
+                        max_batch=max_batch)
+    server = ChatServer(responder=LocalModelResponder(engine), model=engine.name, port=port)
+    server.on_close.append(engine.close)
+    return server
+
+
+class ServerProcess:
+    """``heuresis llm-server --model NAME`` in a process of its own (the comparison's shared
+    server: every episode worker's policy talks to it, so the model is loaded once and
+    concurrent episodes are decoded as one batch). :attr:`url` is its OpenAI base URL once
+    it serves; :meth:`close` stops it."""
+
+    def __init__(self, model: str, *, model_dir: str | None = None, port: int = 0,
+                 threads: int = 1, cache_slots: int = 3, max_batch: int = 32,
+                 timeout: float = 600.0):
+        import os
+        import re
+        import subprocess
+        import sys
+
+        command = [sys.executable, "-m", "heuresis_env.cli", "llm-server", "--model", model,
+                   "--port", str(port), "--threads", str(threads),
+                   "--cache-slots", str(cache_slots), "--max-batch", str(max_batch)]
+        if model_dir is not None:
+            command += ["--model-dir", str(model_dir)]
+        self.model = model
+        # tensors of a megabyte or more are returned to the system when freed: the batch's
+        # buffers are rebuilt often, and glibc's heap would otherwise keep gigabytes
+        environment = {"MALLOC_MMAP_THRESHOLD_": str(1 << 20), **os.environ}
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True,
+                                        env=environment)
+        self.url: str = ""
+        found = threading.Event()
+        lines: list[str] = []
+
+        def read() -> None:  # the announcement, then drain the pipe so the server never blocks
+            assert self.process.stdout is not None
+            for line in self.process.stdout:
+                lines.append(line)
+                match = re.search(r"HEURESIS_LLM_BASE_URL=(\S+)", line)
+                if match and not found.is_set():
+                    self.url = match.group(1)
+                    found.set()
+            found.set()
+
+        threading.Thread(target=read, daemon=True).start()
+        if not found.wait(timeout) or not self.url:
+            self.close()
+            raise HeuresisError(f"heuresis llm-server --model {model} did not start (exit "
+                                f"code {self.process.poll()}): {''.join(lines)[-500:]}")
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(30)
+            except Exception:  # noqa: BLE001 - it would not stop: end it
+                self.process.kill()
+                self.process.wait()
+
+    def __enter__(self) -> ServerProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -530,6 +530,7 @@ def make_llm_policy(backend: str | None = None, model: str | None = None,
                             f"example {example})")
     if connection.backend == "local":
         return make_local_llm_policy(model, model_dir=model_dir, threads=threads, name=name,
+                                     base_url=base_url,
                                      prices=prices, native_tools=bool(native_tools),
                                      temperature=temperature, timeout=timeout, **wrapper)
     if connection.backend == "openai":
@@ -549,21 +550,35 @@ def make_local_llm_policy(model: str, *, model_dir: str | None = None,
                           threads: int | None = None, name: str = "llm",
                           prices: str | Mapping[str, Any] | None = None,
                           native_tools: bool = False, temperature: float | None = None,
-                          timeout: float | None = 600.0, **wrapper: Any) -> LLMPolicy:
-    """The LLM policy on a real small model run in this process (``backend=local``): the
-    model is loaded here (``agents.llm.local_models``) and served on a loopback port by the
-    same chat server as the stand-in, so the policy goes through the ``openai`` SDK and HTTP
-    as with any service, with token counts from the model's own tokenizer."""
-    server = local_chat_server(model, model_dir=model_dir, threads=threads)
+                          timeout: float | None = 600.0, base_url: str | None = None,
+                          **wrapper: Any) -> LLMPolicy:
+    """The LLM policy on a real small model (``backend=local``): the model is loaded here
+    (``agents.llm.local_models``) and served on a loopback port by the same chat server as
+    the stand-in, so the policy goes through the ``openai`` SDK and HTTP as with any service,
+    with token counts from the model's own tokenizer. With ``base_url`` the model is the one
+    that ``heuresis llm-server --model`` serves there (shared by many policies, which it
+    decodes as one batch; ``heuresis llm-compare`` runs its episodes so); nothing is loaded
+    here."""
+    from agents.llm.local_models import local_model_spec
+
+    server = None
+    if base_url is None:
+        server = local_chat_server(model, model_dir=model_dir, threads=threads)
+    else:
+        local_model_spec(model)  # an unknown name is an error naming the catalogue
     try:
-        chat = OpenAIChatBackend(server.model, base_url=server.url, api_key="local",
-                                 timeout=max(float(timeout or 0.0), 600.0), max_retries=0,
-                                 temperature=temperature, environment_proxy=False)
+        chat = OpenAIChatBackend(model, base_url=server.url if server else base_url,
+                                 api_key="local", timeout=max(float(timeout or 0.0), 600.0),
+                                 max_retries=0, temperature=temperature,
+                                 # a server outside this process is reached as any service
+                                 # is (a confined policy: through the runner's proxy)
+                                 environment_proxy=server is None)
     except BaseException:
-        server.close()
+        if server is not None:
+            server.close()
         raise
     return LLMPolicy(chat, name=name, prices=prices, native_tools=native_tools,
-                     resources=[server], **wrapper)
+                     resources=[server] if server else [], **wrapper)
 
 
 def make_heuristic_llm_policy(name: str = "llm-heuristic", native_tools: bool = True,

@@ -294,6 +294,8 @@ class ChatServer:
         self.requests: list[RecordedRequest] = []
         self._script: deque[ScriptedReply] = deque(script)
         self._lock = threading.Lock()
+        #: called when the server closes (what it owns: a local model's decoder thread)
+        self.on_close: list[Callable[[], Any]] = []
         self._stopping = threading.Event()
         self._counter = 0
         handler = type("ChatHandler", (_ChatHandler,), {"chat_server": self})
@@ -344,6 +346,8 @@ class ChatServer:
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=5)
+        for release in self.on_close:
+            release()
 
     def __enter__(self) -> ChatServer:
         return self

@@ -89,3 +89,25 @@ def test_a_run_whose_every_episode_errored_exits_non_zero(tmp_path, isolation):
     assert result.returncode == 1, result.stderr[-3000:]
     assert "every episode of the run errored (1 of 1" in result.stderr
     assert "401" in result.stdout
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_a_local_model_policy_with_a_base_url_is_a_client_of_that_server(tmp_path, isolation):
+    """``backend=local`` with ``base_url`` (how ``heuresis llm-compare`` shares one server per
+    model among its episode workers) loads no model: every call goes to the server named,
+    through the endpoint proxy when the policy is confined (it used to load the model in the
+    policy's own process and never call the server)."""
+    from agents.llm.server import HeuristicModel
+
+    with ChatServer(responder=HeuristicModel()) as server:
+        out = tmp_path / "shared"
+        result = evaluate(tmp_path, "--policy", "llm", "--policy-option", "backend=local",
+                          "--policy-option", "model=smollm2-135m", "--policy-option",
+                          f"base_url={server.url}", *SMALL, "--policy-isolation", isolation,
+                          "--out", str(out))
+        served = [r for r in server.requests if r.status == 200]
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert served and all(r.body["model"] == "smollm2-135m" for r in served)
+    episodes = load_run(out).episodes
+    assert len(episodes) == 1 and episodes[0].error is None
+    assert episodes[0].termination_reason == "submitted" and episodes[0].prompt_tokens > 0

@@ -108,6 +108,8 @@ def test_the_catalogue_the_commands_and_the_comparison_agree():
     assert tuple(LOCAL_MODELS) == cli.MODEL_CHOICES == cli_compare.MODEL_NAMES
     assert tuple(comparison.WRAPPERS) == cli_compare.WRAPPER_NAMES
     assert comparison.REFERENCES == cli_compare.REFERENCE_NAMES
+    assert (comparison.DEFAULT_WORKERS, comparison.DEFAULT_PORT) == (cli_compare.WORKERS,
+                                                                     cli_compare.PORT)
     with pytest.raises(HeuresisError, match="smollm2-135m"):
         local_model_spec("gpt-2")
     from agents.llm.local_models import LIBRARIES
@@ -116,6 +118,21 @@ def test_the_catalogue_the_commands_and_the_comparison_agree():
     assert set(LOCAL_MODEL_MODULES) <= {*LIBRARIES, *(s.module for s in LOCAL_MODELS.values())}
     assert "heuresis llm-compare" in local_models_note()
     assert ("not installed" in local_models_note()) == bool(MISSING)
+
+
+def test_the_comparison_sends_each_model_s_episodes_to_its_shared_server():
+    from agents.llm.comparison import COMPARISON_SETTINGS, comparison_arms
+
+    url = "http://127.0.0.1:8650/v1"
+    arms = comparison_arms(["smollm2-135m"], ["react", "constrained"], ["bca"],
+                           COMPARISON_SETTINGS, {"smollm2-135m": "/models/smollm2"},
+                           {"smollm2-135m": url})
+    assert [a.name for a in arms] == ["smollm2-135m-react", "smollm2-135m-constrained", "bca"]
+    assert arms[1].options == {"backend": "local", "model": "smollm2-135m", "base_url": url,
+                               "constrained": True}
+    alone = comparison_arms(["smollm2-135m"], ["react"], [], COMPARISON_SETTINGS,
+                            {"smollm2-135m": "/models/smollm2"})
+    assert alone[0].options["model_dir"] == "/models/smollm2" and "base_url" not in alone[0].options
 
 
 def test_constrained_decoding_needs_json_actions_in_the_text():
@@ -187,6 +204,57 @@ def test_the_server_answers_with_the_real_model(model, server):
     with pytest.raises(openai.BadRequestError, match="context"):
         client.chat.completions.create(model=MODEL, max_tokens=10, messages=[
             {"role": "user", "content": "word " * 9000}])
+
+
+@needs_model
+@pytest.mark.slow
+def test_concurrent_requests_are_decoded_as_one_batch_with_the_tokens_of_one_by_one(model):
+    """Prompts of different lengths (left padding), budgets (each sequence stops on its own)
+    and one under a JSON schema (its own mask), decoded together: greedy decoding gives the
+    tokens, finish reasons and counts that decoding each alone gives."""
+    import threading
+
+    names = ["X1", "X2", "X3"]
+    requests = [
+        ("What is the capital of France?", 6, None),
+        ("Name three colours, one per line, and say why you like each of them.", 24, None),
+        ("Say hello.", 40, None),
+        ("Variables X1, X2, X3. List the causal edges.", 30, edge_list_schema(names)),
+    ]
+    prompts = [model.render([{"role": "user", "content": text}]) for text, _, _ in requests]
+    assert len({len(p) for p in prompts}) == len(prompts)
+    alone = []
+    for prompt, (_, budget, schema) in zip(prompts, requests, strict=True):
+        model.decoder.prefixes.clear()  # each computed from scratch, as the batch's first is
+        alone.append(model.generate(prompt, budget, schema=schema))
+    assert [g.batch for g in alone] == [1] * len(requests)
+    model.decoder.prefixes.clear()
+    together: list = [None] * len(requests)
+    start = threading.Barrier(len(requests))
+
+    def ask(index: int) -> None:
+        start.wait()
+        together[index] = model.generate(prompts[index], requests[index][1],
+                                         schema=requests[index][2])
+
+    window, model.decoder.window = model.decoder.window, 2.0  # all four in the first batch
+    try:
+        threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(requests))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        model.decoder.window = window
+    assert max(g.batch for g in together) == len(requests)
+    for first, second in zip(alone, together, strict=True):
+        assert second.tokens == first.tokens
+        assert (second.finish_reason, second.prompt_tokens, second.completion_tokens) == (
+            first.finish_reason, first.prompt_tokens, first.completion_tokens)
+    assert together[0].finish_reason == "length" and together[0].completion_tokens == 6
+    assert len({g.completion_tokens for g in together}) > 1
+    value = json.loads(together[3].text)
+    assert parse_edge_list(value, names) == value["edges"]
 
 
 @needs_model

@@ -181,10 +181,14 @@ class BatchedDecoder:
             raise sequence.failure
         return sequence
 
-    def close(self) -> None:
+    def close(self, timeout: float = 30.0) -> None:
+        """Stop the thread (after the pass it is in) and fail what still waits."""
         with self._condition:
             self._closed = True
             self._condition.notify_all()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
 
     # ---- the scheduler ------------------------------------------------------------------------
     def _loop(self) -> None:
@@ -228,6 +232,11 @@ class BatchedDecoder:
         torch = self._torch
         joining = []
         for sequence in arriving:
+            if self._gone(sequence):  # its client gave up while it waited: compute nothing
+                sequence.finish = "time"
+                sequence.finished_at = time.perf_counter()
+                sequence.done.set()
+                continue
             started = time.perf_counter()
             slot, cached = self.prefixes.longest(sequence.prompt)
             cache = DynamicCache()
@@ -290,8 +299,7 @@ class BatchedDecoder:
         """Pick the sequence's next token from ``logits``; True when it is finished (the
         rules of the one-by-one loop this replaced, in its order)."""
         model = self.model
-        if (sequence.deadline is not None and time.monotonic() > sequence.deadline) or (
-                sequence.cancelled is not None and sequence.cancelled()):
+        if self._gone(sequence):
             sequence.finish = "time"
             return True
         matcher = sequence.matcher
@@ -314,6 +322,12 @@ class BatchedDecoder:
             return True
         sequence.pending = token
         return False
+
+    @staticmethod
+    def _gone(sequence: _Sequence) -> bool:
+        """Its deadline passed, or its client went away."""
+        return (sequence.deadline is not None and time.monotonic() > sequence.deadline) or (
+            sequence.cancelled is not None and sequence.cancelled())
 
     def _finish(self, sequence: _Sequence, layers: list[tuple[Any, Any]]) -> None:
         self.prefixes.keep(sequence.ids, layers)

@@ -255,6 +255,8 @@ def test_concurrent_requests_are_decoded_as_one_batch_with_the_tokens_of_one_by_
     assert len({g.completion_tokens for g in together}) > 1
     value = json.loads(together[3].text)
     assert parse_edge_list(value, names) == value["edges"]
+    gone = model.generate(prompts[1], 8, cancelled=lambda: True)  # its client left: nothing
+    assert (gone.finish_reason, gone.completion_tokens, gone.cached_tokens) == ("time", 0, 0)
 
 
 @needs_model

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from agents.llm.local_models import LOCAL_MODELS, prepare_model
+from agents.llm.local_server import ServerProcess
 from heuresis_env.console import text_table
 from heuresis_env.errors import UnknownNameError
 from heuresis_env.evaluation import evaluate_many, load_run
@@ -116,8 +117,6 @@ def run_comparison(out: Path, *, models: Sequence[str], wrappers: Sequence[str],
     policies are clients of their model's server, which decodes their concurrent requests as
     one batch — and write the report and the wrapper table; returns the table's rows and the
     paths."""
-    from agents.llm.local_server import ServerProcess
-
     started = time.perf_counter()
     model_dirs = {model: str(prepare_model(model)) for model in models}
     with ExitStack() as stack:

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agents.llm.local_batching import BatchedDecoder, new_sequence
 from heuresis_env.cache import cache_root
 from heuresis_env.errors import HeuresisError, UnknownNameError
 
@@ -290,8 +291,6 @@ class LocalModel:
         self.cache_slots = max(1, int(cache_slots))
         self._guidance_lock = threading.Lock()
         self._guidance_tokenizer: Any = None
-        from agents.llm.local_batching import BatchedDecoder
-
         self.decoder = BatchedDecoder(self, cache_slots=self.cache_slots,
                                       max_batch=max_batch)
 
@@ -340,8 +339,6 @@ class LocalModel:
         ``time.monotonic()`` time after which no further token is computed; ``cancelled``:
         asked before each token (the client went away: stop, finish reason ``time``).
         Concurrent calls are decoded as one batch (:mod:`agents.llm.local_batching`)."""
-        from agents.llm.local_batching import new_sequence
-
         torch = self._torch
         if max_tokens < 1:
             raise HeuresisError(f"max_tokens must be at least 1, got {max_tokens}")

@@ -43,6 +43,7 @@ from agents.llm.backends import (
     OpenAIChatBackend,
 )
 from agents.llm.connection import ENV_MODEL, resolve_connection
+from agents.llm.local_models import local_model_spec
 from agents.llm.local_server import local_chat_server
 from agents.llm.messages import ChatReply
 from agents.llm.parsing import (
@@ -559,8 +560,6 @@ def make_local_llm_policy(model: str, *, model_dir: str | None = None,
     that ``heuresis llm-server --model`` serves there (shared by many policies, which it
     decodes as one batch; ``heuresis llm-compare`` runs its episodes so); nothing is loaded
     here."""
-    from agents.llm.local_models import local_model_spec
-
     server = None
     if base_url is None:
         server = local_chat_server(model, model_dir=model_dir, threads=threads)

@@ -23,8 +23,8 @@ from agents.amortized import (
     build_shards,
     cost_table,
     examples_of,
-    load_amortized,
-    load_amortized_repair,
+    load_amortized_repair_v1,
+    load_amortized_v1,
     load_examples,
     load_model,
     model_inputs,
@@ -144,7 +144,7 @@ def test_saved_model_is_data_only_and_checked(trained, tmp_path):
 def test_episodes_score_what_the_offline_decision_scores(trained, guided):
     out, _ = trained
     model, _ = load_model(out)
-    policy = load_amortized_repair(out) if guided else load_amortized(out)
+    policy = load_amortized_repair_v1(out) if guided else load_amortized_v1(out)
     assert isinstance(policy, AmortizedRepairPolicy if guided else AmortizedPolicy)
     settings = EpisodeSettings(max_steps=50, max_seconds=None, guided=guided)
     policy.configure(settings)
@@ -179,7 +179,7 @@ def test_episodes_score_what_the_offline_decision_scores(trained, guided):
 
 def test_the_unguided_policy_submits_a_dag_when_the_target_is_a_dag(trained):
     out, _ = trained
-    policy = load_amortized(out)
+    policy = load_amortized_v1(out)
     policy.configure(EpisodeSettings(max_steps=50, max_seconds=None, target="dag"))
     env = gym.make(env_id("lg"), split="dev", target="dag", **SMALL)
     result = run_episode(env, policy, seed=1, options={"index": 1})

@@ -377,3 +377,26 @@ def test_study_records_from_parallel_runs_pool_into_one_summary(stream, tmp_path
     (tmp_path / "bad.json").write_text('{"not": "records"}')
     with pytest.raises(HeuresisError, match="not a study's records"):
         study("--records", str(tmp_path / "bad.json"))
+
+
+def test_amortized_and_amortized_repair_are_the_frozen_second_design():
+    """The default names run the second model's frozen design (docs/amortized.md): the first
+    model's skeleton, the shipped directed model's arrows; the -v1 names keep the first model."""
+    from agents.amortized import SHIPPED_DIRECTED
+    from agents.amortized.policy import (
+        AmortizedPolicy,
+        AmortizedRepairPolicy,
+        DirectedPolicy,
+        DirectedRepairPolicy,
+    )
+    from heuresis_env.evaluation.policies import make_policy
+
+    shipped = json.loads((SHIPPED_DIRECTED / "model.json").read_text())["weights_sha256"]
+    for name, cls in (("amortized", DirectedPolicy), ("amortized-repair", DirectedRepairPolicy)):
+        policy = make_policy(name, {})
+        assert type(policy) is cls and policy.name == name
+        assert policy.skeleton == "first-model" and policy.tta == 4
+        assert policy.record["weights_sha256"] == shipped
+    assert type(make_policy("amortized-v1", {})) is AmortizedPolicy
+    assert type(make_policy("amortized-repair-v1", {})) is AmortizedRepairPolicy
+    assert make_policy("amortized", {"skeleton": "shd"}).skeleton == "shd"

@@ -300,7 +300,7 @@ def test_the_shipped_directed_model_is_data_only_checked_and_small():
     from agents.amortized import SHIPPED_DIRECTED
 
     model, record = load_directed(SHIPPED_DIRECTED)
-    assert record["architecture"] == "directed" and "interim" in record["provenance"]["status"]
+    assert record["architecture"] == "directed" and "frozen design" in record["provenance"]["status"]
     size = sum(p.stat().st_size for p in SHIPPED_DIRECTED.iterdir())
     assert size < 20 * 2**20
     with np.load(SHIPPED_DIRECTED / "model.npz", allow_pickle=False) as archive:

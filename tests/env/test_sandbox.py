@@ -116,7 +116,7 @@ def assert_next_call_works(box: Sandbox) -> None:
 @needs_namespaces
 def test_infinite_loop_times_out_with_a_traceback(sandbox):
     result = sandbox.run("n = 0\nwhile True:\n    n += 1\n")
-    assert result.status == "timeout"
+    assert result.status == "timeout", (result.status, result.message, result.stderr)
     # whichever comes first: 2 s of CPU or 3 s of wall clock
     assert re.search(r"(CPU-time limit of 2 s|wall-clock limit of 3 s)$", result.message)
     assert re.search(r'File "<code>", line [23]', result.traceback)  # where it was stopped

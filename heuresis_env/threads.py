@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import sys
 import traceback
 from collections.abc import Callable, Iterable, Iterator
@@ -207,6 +208,9 @@ class ForkedCall:
             return
         if process.is_alive():
             process.terminate()
+            process.join(1.0)
+            if process.is_alive():  # SIGTERM caught or ignored (a handler the fork inherited)
+                process.kill()
         process.join()
         self._receive.close()
         self._call = (_cancelled, (), {})
@@ -218,6 +222,9 @@ class ForkedCall:
             pass
 
     def _child(self, send: Any) -> None:
+        # a handler the parent installed for SIGTERM (a CLI's clean shutdown, say) would let the
+        # child outlive cancel(): the forked call ends on SIGTERM whatever the parent does
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         function, args, kwargs = self._call
         try:
             reply: tuple[str, Any] = ("ok", function(*args, **kwargs))

@@ -139,7 +139,7 @@ def _nested(value):
 def _sleep_then_write(path):
     import time
 
-    time.sleep(60)  # far longer than a loaded machine's fork: only a call left running writes
+    time.sleep(5)
     Path(path).write_text("not cancelled")
 
 
@@ -153,18 +153,26 @@ def test_a_forked_call_may_fork_in_turn():
 
 @pytest.mark.skipif(not can_fork(), reason="forking is not safe in this process")
 def test_a_cancelled_forked_call_ends_its_process(tmp_path):
+    import signal
+
     marker = tmp_path / "marker"
-    call = ForkedCall(_sleep_then_write, marker)
-    process = call._process
-    call.cancel()
-    assert not process.is_alive() and process.exitcode is not None
-    with pytest.raises(RuntimeError, match="cancelled"):
-        call.result()
-    dropped = ForkedCall(_sleep_then_write, marker)  # dropped without asking its result
-    process = dropped._process
-    del dropped
-    assert not process.is_alive()
-    assert not marker.exists()
+    # a SIGTERM handler left in this process (as a CLI test can leave one) must not keep the
+    # forked call alive past cancel()
+    previous = signal.signal(signal.SIGTERM, lambda number, frame: None)
+    try:
+        call = ForkedCall(_sleep_then_write, marker)
+        process = call._process
+        call.cancel()
+        assert not process.is_alive() and process.exitcode is not None
+        with pytest.raises(RuntimeError, match="cancelled"):
+            call.result()
+        dropped = ForkedCall(_sleep_then_write, marker)  # dropped without asking its result
+        process = dropped._process
+        del dropped
+        assert not process.is_alive()
+        assert not marker.exists()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def test_atomic_write_makes_missing_folders_and_replaces_whole_files(tmp_path):

@@ -175,7 +175,9 @@ def fit_directed(shards: str | Path, out: str | Path, settings: FitSettings,
     say = progress or (lambda message: None)
     paths = _training_shards(shards, settings, prior)
     data = load_stream(paths)
-    model, step = _starting_model(out / "checkpoint", settings, config, data, paths, say)
+    # the fixed set's digests, hashed once (its shards are never read again)
+    fixed = {"shard_digests": _digests(paths)} if settings.shards is not None else {}
+    model, step = _starting_model(out / "checkpoint", settings, config, data, fixed, say)
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate,
                                   weight_decay=settings.weight_decay)
@@ -212,7 +214,7 @@ def fit_directed(shards: str | Path, out: str | Path, settings: FitSettings,
                 entry["dual"] = float(model.dual)
             losses = []
             _log(out, entry)
-            _checkpoint(out, model, optimizer, settings, entry, paths, record)
+            _checkpoint(out, model, optimizer, settings, entry, paths, fixed, record)
             say(f"step {step}/{settings.steps}: loss {entry['loss']:.4f}, held-out "
                 f"{held:.4f}, {len(data)} instances, {entry['seconds']:.0f} s")
     if step < settings.steps:
@@ -221,7 +223,7 @@ def fit_directed(shards: str | Path, out: str | Path, settings: FitSettings,
     return save_directed(model, out / "model", {
         "steps": settings.steps, "settings": asdict(settings),
         "shards": [p.name for p in paths], "instances": len(data),
-        **_fixed_set(paths, settings), **record})
+        **fixed, **record})
 
 
 def _training_shards(shards: str | Path, settings: FitSettings,
@@ -243,7 +245,7 @@ def _training_shards(shards: str | Path, settings: FitSettings,
 
 
 def _starting_model(checkpoint: Path, settings: FitSettings, config: dict[str, Any] | None,
-                    data: StreamSet, paths: list[Path], say: Callable[[str], None]
+                    data: StreamSet, fixed: dict[str, Any], say: Callable[[str], None]
                     ) -> tuple[DirectedModel | AviciModel, int]:
     """The model and step a run starts from: its checkpoint (resuming), the ``init`` model,
     or fresh seeded weights."""
@@ -252,8 +254,7 @@ def _starting_model(checkpoint: Path, settings: FitSettings, config: dict[str, A
         state = json.loads((checkpoint / "state.json").read_text())
         if state["settings"]["architecture"] != settings.architecture:
             raise HeuresisError(f"{checkpoint}: a checkpoint of another architecture")
-        if settings.shards is not None and state.get("shard_digests") not in (
-                None, _digests(paths)):
+        if fixed and state.get("shard_digests") not in (None, fixed["shard_digests"]):
             raise HeuresisError(f"{checkpoint}: trained on other shards than the first "
                                 f"{settings.shards} of its folder")
         say(f"resuming at step {state['step']} from {checkpoint}")
@@ -314,9 +315,9 @@ def _log(out: Path, entry: dict[str, Any]) -> None:
 
 def _checkpoint(out: Path, model: DirectedModel | AviciModel, optimizer: torch.optim.Optimizer,
                 settings: FitSettings, entry: dict[str, Any], paths: list[Path],
-                record: dict[str, Any]) -> None:
-    """The checkpoint (model, optimizer, state) and, when its held-out loss is the lowest so
-    far, the best model."""
+                fixed: dict[str, Any], record: dict[str, Any]) -> None:
+    """The checkpoint (model, optimizer, state: with ``fixed``, the fixed set's digests) and,
+    when its held-out loss is the lowest so far, the best model (``record``: the lineage)."""
     checkpoint = out / "checkpoint"
     step, held = entry["step"], entry["held_out_loss"]
     save_directed(model, checkpoint, {"step": step, "settings": asdict(settings), **record})
@@ -330,11 +331,7 @@ def _checkpoint(out: Path, model: DirectedModel | AviciModel, optimizer: torch.o
     _save_optimizer(optimizer, checkpoint / "optimizer.npz")
     atomic_write_bytes(checkpoint / "state.json", json.dumps(
         {"step": step, "settings": asdict(settings), "shards": [p.name for p in paths],
-         **_fixed_set(paths, settings)}, indent=1).encode())
-
-
-def _fixed_set(paths: list[Path], settings: FitSettings) -> dict[str, Any]:
-    return {"shard_digests": _digests(paths)} if settings.shards is not None else {}
+         **fixed}, indent=1).encode())
 
 
 def _digests(paths: list[Path]) -> dict[str, str]:

@@ -24,6 +24,7 @@ import math
 import re
 import select
 import socket
+import sys
 import threading
 import time
 from collections import deque
@@ -275,6 +276,17 @@ def _approximate_tokens(*texts: str) -> int:
 
 # ---- the server ----------------------------------------------------------------------------
 
+class _QuietServer(ThreadingHTTPServer):
+    """The HTTP server, with a client that hangs up mid-request not reported as an error: a
+    policy whose time is up closes its connection (the generation then stops), which is
+    normal; socketserver would print a traceback for each on stderr."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)
+
+
 class ChatServer:
     """A loopback chat server (OpenAI ``/v1/chat/completions``, Anthropic ``/v1/messages``).
 
@@ -300,7 +312,7 @@ class ChatServer:
         self._counter = 0
         handler = type("ChatHandler", (_ChatHandler,), {"chat_server": self})
         try:  # port 0: a free port chosen by the system
-            self._httpd = ThreadingHTTPServer(("127.0.0.1", int(port)), handler)
+            self._httpd = _QuietServer(("127.0.0.1", int(port)), handler)
         except OSError as exc:
             raise HeuresisError(f"the chat server cannot listen on 127.0.0.1:{port} "
                                 f"({exc.strerror or exc}); choose another port") from None

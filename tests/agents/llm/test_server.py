@@ -90,3 +90,28 @@ def test_the_server_is_a_command_a_policy_can_reach(tmp_path):
         assert process.returncode == 0 and "stopped after" in err
         assert summary.overall.episodes == 1 and summary.overall.errors == 0
         assert summary.resumed == attempt - 1
+
+
+def test_a_client_that_hangs_up_mid_request_is_not_an_error(capsys):
+    """A policy whose time is up closes its connection (a reset, mid-request): normal, so the
+    server prints no traceback — a full comparison printed one per timed-out call — and goes
+    on answering."""
+    import socket
+    import struct
+    import time
+    import urllib.request
+
+    from agents.llm.server import ChatServer
+
+    with ChatServer(model="scripted") as server:
+        for _ in range(3):
+            client = socket.create_connection(("127.0.0.1", server.port))
+            client.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nContent-")
+            time.sleep(0.05)  # the server is reading the request's headers
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            client.close()  # linger 0: a reset, not an orderly close
+        time.sleep(0.3)
+        with urllib.request.urlopen(f"{server.root_url}/v1/models", timeout=5) as answer:
+            assert answer.status == 200
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "ConnectionResetError" not in err, err

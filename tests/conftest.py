@@ -38,8 +38,7 @@ def _machine_wide_resource(request):
 #: --durations=0``, 2026-12-07, on the shared machine under load 11-20: several times an idle
 #: machine's, but in proportion); a slow test not named here counts DEFAULT_SLOW_SECONDS
 SLOW_SECONDS = {
-    "tests/agents/rl/test_train.py::test_trained_policy_beats": 478,
-    "tests/test_examples.py::test_train_repair_policy": 179,
+    "tests/test_examples.py::test_train_repair_policy": 300,  # 179 s with a warm cache
     "tests/agents/amortized/test_amortized.py::test_a_model_trained": 119,
     "tests/agents/llm/test_local_models.py::test_one_episode": 77,  # 113 s and 40 s
     "tests/agents/llm/test_local_models.py::test_inspect_reaches": 95,

@@ -63,6 +63,7 @@ def test_train_repair_policy_learns_and_beats_the_guided_start_on_held_out_insta
     assert report["test_split"] == "dev" and report["dev_indices"] == list(range(60))
     assert report["test_indices"] == list(range(60, 92))  # never trained on
     assert report["f1_difference"]["low"] > 0, report["f1_difference"]
+    assert report["policy_means"]["truncated"] == 0.0  # it submits, every episode
     final = re.search(r"after PPO .* difference ([+-]\d\.\d+) \[([+-]\d\.\d+), "
                       r"([+-]\d\.\d+)\]", out)
     assert final and float(final.group(2)) > 0, out

@@ -168,6 +168,10 @@ def _study_arguments(commands: argparse._SubParsersAction) -> None:
     study.add_argument("--resamples", type=int, default=10_000)
     study.add_argument("--first-model", action="store_true",
                        help="score the first (shipped) amortized model beside them")
+    study.add_argument("--blend", default="",
+                       help="comma-separated weights w: arms whose skeleton is the expected-F1 "
+                            "selection from w * the first model's P(adjacent) + (1 - w) * the "
+                            "directed model's (needs --first-model)")
     study.add_argument("--json", default=None, help="write every instance's scores here")
 
 

@@ -272,10 +272,13 @@ def study_command(args: argparse.Namespace) -> int:
         salt = sealing_salt(args.split)
         first = load_model(Path(__file__).resolve().parents[1] / "data" / "amortized")[0] \
             if args.first_model else None
+        blends = _weights(args.blend)
+        if blends and first is None:
+            raise HeuresisError("--blend needs --first-model (the first model's P(adjacent))")
         records = []
         for keys in _split_keys(args):
             records += score_directed(models, keys, salt, tta=args.tta, first_model=first,
-                                      progress=_say)
+                                      blends=blends, progress=_say)
         header = f"{args.split} split{' (sealed by $HEURESIS_TEST_SALT)' if salt else ''}"
     arms = sorted({arm for r in records for arm in r.scores
                    if ":" in arm and not arm.endswith("best-cut")})
@@ -290,6 +293,17 @@ def study_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _weights(text: str) -> list[float]:
+    try:
+        weights = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise HeuresisError(f"--blend takes comma-separated weights in [0, 1], got {text!r}") \
+            from None
+    if any(not 0.0 <= w <= 1.0 for w in weights):
+        raise HeuresisError(f"--blend weights must lie in [0, 1], got {text!r}")
+    return weights
+
+
 def study_table(summary: dict[str, Any], arms: Sequence[str]) -> str:
     """One row per family and arm: F1, nSHD and their differences from PC-KCI and BCA_φ."""
     lines = ["| family | arm | F1 | SHD | nSHD | F1 - PC-KCI [95%] | F1 - BCA [95%] | "
@@ -302,7 +316,8 @@ def study_table(summary: dict[str, Any], arms: Sequence[str]) -> str:
                 continue
             deltas = row.get("delta", {})
             cell = functools.partial(_interval_cell, deltas)
-            best = row.get(f"{arm.split(':')[0]}:best-cut", {}).get("f1") if ":" in arm else None
+            best = (row.get(f"{arm}:best-cut") or row.get(f"{arm.split(':')[0]}:best-cut", {})
+                    ).get("f1") if ":" in arm else None
             lines.append(f"| {family} | {arm} | {row[arm]['f1']:.3f} | "
                          f"{row[arm].get('shd', float('nan')):.2f} | "
                          f"{row[arm].get('nshd', float('nan')):.3f} | "

@@ -42,7 +42,8 @@ from heuresis_env.evidence import (
 )
 from heuresis_env.graphs import Graph, has_directed_cycle
 
-__all__ = ["Decoded", "Discovery", "adjacency_probabilities", "decode", "discover",
+__all__ = ["Decoded", "Discovery", "adjacency_probabilities", "blend_adjacency", "decode",
+           "discover",
            "edge_probabilities", "probabilities_from_rows"]
 
 SKELETON_RULES = ("f1", "shd")
@@ -111,6 +112,19 @@ def adjacency_probabilities(p: np.ndarray, exclusive: bool = True) -> np.ndarray
     """P(i and j adjacent) from P(i → j): the sum for exclusive classes, else 1 − Π(1 − p)."""
     q = p + p.T if exclusive else 1.0 - (1.0 - p) * (1.0 - p.T)
     q = np.clip(q, 0.0, 1.0)
+    np.fill_diagonal(q, 0.0)
+    return q
+
+
+def blend_adjacency(first: np.ndarray, second: np.ndarray, weight: float) -> np.ndarray:
+    """``weight`` · ``first`` + (1 − ``weight``) · ``second``: two models' P(adjacent) averaged
+    (a mixture stays a probability, so the expected-F1 rule applies to it); weight in [0, 1]."""
+    if not 0.0 <= float(weight) <= 1.0:
+        raise HeuresisError(f"a blend weight must lie in [0, 1], got {weight}")
+    first, second = np.asarray(first, dtype=np.float64), np.asarray(second, dtype=np.float64)
+    if first.shape != second.shape:
+        raise HeuresisError(f"P(adjacent) matrices of shapes {first.shape} and {second.shape}")
+    q = float(weight) * first + (1.0 - float(weight)) * second
     np.fill_diagonal(q, 0.0)
     return q
 

@@ -22,7 +22,13 @@ from typing import Any
 import numpy as np
 
 from agents.amortized.directed import AviciModel, DirectedModel
-from agents.amortized.inference import adjacency_probabilities, decode, edge_probabilities
+from agents.amortized.evaluation import select_edges
+from agents.amortized.inference import (
+    adjacency_probabilities,
+    blend_adjacency,
+    decode,
+    edge_probabilities,
+)
 from agents.amortized.model import GridModel
 from agents.amortized.policy import AmortizedPolicy
 from agents.learned_repair import BCA_FILE, bca_choices
@@ -67,12 +73,17 @@ def score_directed(models: Mapping[str, DirectedModel | AviciModel],
                    rules: Sequence[tuple[str, str]] = (("f1", "dag"), ("shd", "dag")),
                    tta: int = 4, bca: Mapping[str, str] | None = None,
                    references: bool = True, first_model: GridModel | None = None,
+                   blends: Sequence[float] = (),
                    progress: Callable[[str], None] | None = None) -> list[DirectedScore]:
     """Every model decoded by every (skeleton, orient) rule, and the references, per key.
     An arm is named ``model:skeleton-orient`` (e.g. ``full:f1-dag``). With ``first_model``,
     the first amortized model's unguided graph (its expected-F1 selection, PC-KCI's
     orientations, target none) is the arm ``v1``, and each model's orientation of v1's
-    skeleton the arm ``model:v1-skeleton``."""
+    skeleton the arm ``model:v1-skeleton``; each weight w of ``blends`` adds the arm
+    ``model:blend-w`` — the expected-F1 selection from w · P₁(adjacent) + (1 − w) · the
+    model's P(adjacent), oriented by the model — and its ranking's best cut."""
+    if blends and first_model is None:
+        raise HeuresisError("a blended skeleton needs the first model (first_model)")
     bca = dict(bca) if bca is not None else bca_choices(BCA_FILE)
     out = []
     for count, key in enumerate(keys, 1):
@@ -81,11 +92,11 @@ def score_directed(models: Mapping[str, DirectedModel | AviciModel],
         truth = truth_graph.skeleton()
         names = instance.names
         record = DirectedScore(key.family, key.split, key.index, instance.d)
-        first_skeleton = None
+        first_skeleton = first_q = None
         if first_model is not None:
             grid = evidence_grid(instance.X, names, instance.sha256)
-            plan = AmortizedPolicy(first_model).plan(grid, first_model.probabilities(
-                grid.pairs, grid.nodes))
+            first_q = first_model.probabilities(grid.pairs, grid.nodes)
+            plan = AmortizedPolicy(first_model).plan(grid, first_q)
             first_graph = graph_from_edge_lines(names, plan[0]["args"]["edges"])
             first_skeleton = first_graph.skeleton().astype(bool)
             record.scores["v1"] = _compact(score_graph(first_graph, truth_graph))
@@ -102,6 +113,14 @@ def score_directed(models: Mapping[str, DirectedModel | AviciModel],
                 decoded = decode(p, exclusive=exclusive, given=first_skeleton)
                 record.scores[f"{label}:v1-skeleton"] = _compact(
                     score_graph(decoded.graph(names), truth_graph))
+            for weight in blends:
+                assert first_q is not None
+                q = blend_adjacency(first_q, adjacency_probabilities(p, exclusive), weight)
+                decoded = decode(p, exclusive=exclusive, given=select_edges(q)[0])
+                record.scores[f"{label}:blend-{weight:g}"] = _compact(
+                    score_graph(decoded.graph(names), truth_graph))
+                record.scores[f"{label}:blend-{weight:g}:best-cut"] = {
+                    "f1": _best_cut(q, truth)}
         record.best_cut = best.get(next(iter(models)), float("nan")) if models else float("nan")
         for label, value in best.items():
             record.scores.setdefault(f"{label}:best-cut", {})["f1"] = value

@@ -339,6 +339,31 @@ def test_the_first_model_decides_adjacency_and_the_directed_model_orients():
     assert expected.is_dag()
 
 
+def test_a_blended_skeleton_spans_the_two_models():
+    """``--blend w``: w = 1 is the first model's skeleton (the v1-skeleton arm, score for
+    score), w = 0 the directed model's own expected-F1 skeleton (its f1 arm); weights outside
+    [0, 1] and a blend without the first model are refused."""
+    from agents.amortized import SHIPPED_DIRECTED, load_model
+    from agents.amortized.inference import blend_adjacency
+    from agents.amortized.policy import SHIPPED_MODEL
+
+    model, _ = load_directed(SHIPPED_DIRECTED)
+    first, _ = load_model(SHIPPED_MODEL)
+    key = InstanceKey("anm", "dev", 1)
+    (record,) = score_directed({"full": model}, [key], references=False, first_model=first,
+                               blends=(0.0, 0.5, 1.0), rules=(("f1", "dag"),))
+    assert record.scores["full:blend-1"] == record.scores["full:v1-skeleton"]
+    assert record.scores["full:blend-0"] == record.scores["full:f1-dag"]
+    assert record.scores["full:blend-0:best-cut"]["f1"] == record.scores["full:best-cut"]["f1"]
+    assert 0.0 <= record.scores["full:blend-0.5"]["f1"] <= 1.0
+    q = np.array([[0.0, 0.8], [0.8, 0.0]])
+    assert blend_adjacency(q, np.zeros((2, 2)), 0.25)[0, 1] == pytest.approx(0.2)
+    with pytest.raises(HeuresisError, match=r"\[0, 1\]"):
+        blend_adjacency(q, q, 1.5)
+    with pytest.raises(HeuresisError, match="needs the first model"):
+        score_directed({"full": model}, [key], references=False, blends=(0.5,))
+
+
 def test_study_records_from_parallel_runs_pool_into_one_summary(stream, tmp_path, capsys):
     """Two studies on different families, written with --json, summarized together by
     --records: the pooled summary is the one of scoring them in one run; an instance twice is

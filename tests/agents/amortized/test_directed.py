@@ -362,6 +362,19 @@ def test_a_blended_skeleton_spans_the_two_models():
         blend_adjacency(q, q, 1.5)
     with pytest.raises(HeuresisError, match="needs the first model"):
         score_directed({"full": model}, [key], references=False, blends=(0.5,))
+    import argparse
+
+    from agents.amortized.cli import add_arguments, run
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    base = ["study", "--model", f"full={SHIPPED_DIRECTED}", "--count", "1"]
+    with pytest.raises(HeuresisError, match="needs --first-model"):
+        run(parser.parse_args([*base, "--blend", "0.5"]))
+    with pytest.raises(HeuresisError, match="must lie in"):
+        run(parser.parse_args([*base, "--first-model", "--blend", "0.5,2"]))
+    with pytest.raises(HeuresisError, match="comma-separated weights"):
+        run(parser.parse_args([*base, "--first-model", "--blend", "half"]))
 
 
 def test_study_records_from_parallel_runs_pool_into_one_summary(stream, tmp_path, capsys):

@@ -16,7 +16,8 @@ router, the RL repair policy in the guided condition) under those budgets too; t
 (``heuresis report``'s tables) and :func:`wrapper_table` — per model, wrapper and family: F1
 over all and over finished episodes, truncation, Δʳ_φ, parse failures (action turns whose
 reply held no readable action), final-list retries and fall-backs, replies cut by the token
-budget, tokens, seconds and cost per episode.
+budget, model calls answered per episode and the share that timed out (:func:`timeout_note`
+warns when many did), tokens, seconds and cost per episode.
 """
 
 from __future__ import annotations
@@ -159,12 +160,18 @@ def _episode_figures(run_dir: Path, episode: Any) -> dict[str, float]:
     events = _events(run_dir, episode)
     actions = [e for e in events if e.get("event") == "action" and e.get("source") != "final_turn"]
     calls = [e for e in events if e.get("event") == "model_call"]
+    failed = [e for e in events if e.get("event") == "model_call_failed"
+              and int(e.get("attempts", 1) or 0) > 0]  # a call made, not one skipped for time
     finals = [e for e in events if e.get("event") == "final_turn"]
     status = finals[-1].get("status") if finals else None
     return {
         "action_turns": len(actions),
         "unparsed": sum(e.get("source") == "unparsed" for e in actions),
         "calls": len(calls),
+        "failed_calls": len(failed),
+        # the client's deadline passed before the reply came: the server was slower than the
+        # time left (its batch shares a core), not the model's output
+        "timed_out": sum(e.get("error_type") == "DeadlineExceeded" for e in failed),
         "cut": sum((e.get("reply") or {}).get("finish_reason") == "length" for e in calls),
         # a retry asked for, whether or not its call could still be made in time
         "final_retry": float(any(e.get("purpose") == "final_retry" for e in events
@@ -206,6 +213,7 @@ def wrapper_table(arms: Sequence[Arm], runs_dir: Path, bca: str | None = "bca"
             per = [figures[id(e)] for e in scored]
             turns = sum(p["action_turns"] for p in per)
             calls = sum(p["calls"] for p in per)
+            made = calls + sum(p["failed_calls"] for p in per)
             tokens = [(e.prompt_tokens or 0) + (e.completion_tokens or 0) for e in scored]
             costs = [e.cost_usd for e in scored if e.cost_usd is not None]
             rows.append({
@@ -219,6 +227,8 @@ def wrapper_table(arms: Sequence[Arm], runs_dir: Path, bca: str | None = "bca"
                 "final_retry": _mean([p["final_retry"] for p in per if p["final_turn"]]),
                 "final_fallback": _mean([p["final_fallback"] for p in per if p["final_turn"]]),
                 "cut_replies": sum(p["cut"] for p in per) / calls if calls else math.nan,
+                "answered_calls": _mean([p["calls"] for p in per]),
+                "timed_out": sum(p["timed_out"] for p in per) / made if made else math.nan,
                 "tokens": _mean(tokens),
                 "completion_tokens": _mean([e.completion_tokens or 0 for e in scored]),
                 "seconds": _mean([e.wall_seconds for e in scored]),
@@ -236,7 +246,8 @@ def _fmt(value: Any, digits: int = 3, percent: bool = False) -> str:
 
 
 _COLUMNS = ("model", "wrapper", "family", "episodes", "F1 all", "F1 fin.", "trunc.",
-            "Δʳ_φ", "parse fail", "retry", "fallback", "cut", "tokens/ep", "s/ep", "cost $")
+            "Δʳ_φ", "parse fail", "retry", "fallback", "cut", "answered/ep", "timed out",
+            "tokens/ep", "s/ep", "cost $")
 
 
 def _cells(row: Mapping[str, Any]) -> list[str]:
@@ -246,13 +257,37 @@ def _cells(row: Mapping[str, Any]) -> list[str]:
             _fmt(row["delta_bca"]) if math.isnan(row["delta_bca"]) else f"{row['delta_bca']:+.3f}",
             _fmt(row["parse_failure"], percent=True), _fmt(row["final_retry"], percent=True),
             _fmt(row["final_fallback"], percent=True), _fmt(row["cut_replies"], percent=True),
+            _fmt(row["answered_calls"], 1), _fmt(row["timed_out"], percent=True),
             _fmt(row["tokens"], 0), _fmt(row["seconds"], 1), _fmt(row["cost_usd"], 2)]
 
 
 def format_wrapper_table(rows: Sequence[Mapping[str, Any]], families: bool = False) -> str:
     """The table as text (by default the ``all`` rows only)."""
     chosen = [r for r in rows if families or r["family"] == "all"]
-    return text_table(list(_COLUMNS), [_cells(r) for r in chosen], align="<<<" + ">" * 12)
+    return text_table(list(_COLUMNS), [_cells(r) for r in chosen],
+                      align="<<<" + ">" * (len(_COLUMNS) - 3))
+
+
+#: above this share of model calls that timed out, the table's rates describe the servers'
+#: speed under the run's concurrency more than the models' output, and the run says so
+TIMEOUT_WARNING = 0.25
+
+
+def timeout_note(rows: Sequence[Mapping[str, Any]]) -> str:
+    """A warning when many model calls timed out (empty otherwise): at the comparison's
+    concurrency each server decodes a batch on part of a core, and a reply that comes after
+    the client's deadline is lost — the time budget then binds on the harness, not on the
+    model (docs/llm.md)."""
+    shares = {f"{r['model']} {r['wrapper']}": r["timed_out"] for r in rows
+              if r["family"] == "all" and not math.isnan(r["timed_out"])}
+    worst = {arm: share for arm, share in shares.items() if share > TIMEOUT_WARNING}
+    if not worst:
+        return ""
+    listed = ", ".join(f"{arm} {100 * share:.0f}%" for arm, share in
+                       sorted(worst.items(), key=lambda item: -item[1]))
+    return (f"note: model calls timed out ({listed}): the servers answered after the "
+            "episodes' deadline, so the time budget bound on this run's concurrency, not on "
+            "the models; fewer --workers (or a longer --max-seconds) give each call more time")
 
 
 def markdown_wrapper_table(rows: Sequence[Mapping[str, Any]], settings: EpisodeSettings,
@@ -267,6 +302,10 @@ def markdown_wrapper_table(rows: Sequence[Mapping[str, Any]], settings: EpisodeS
     lines.append("\nparse fail: action turns whose reply held no readable action; retry / "
                  "fallback: final turns that needed the retry / submitted the working graph "
                  "after both answers were refused; cut: model calls stopped by the token "
-                 "budget; trunc.: episodes that did not submit; Δʳ_φ: F1 − F1(BCA_φ) on the "
-                 "same instances.")
+                 "budget; answered/ep: model calls answered per episode; timed out: calls "
+                 "whose reply came after the client's deadline; trunc.: episodes that did not "
+                 "submit; Δʳ_φ: F1 − F1(BCA_φ) on the same instances.")
+    note = timeout_note(rows)
+    if note:
+        lines.append("\n" + note)
     return "\n".join(lines) + "\n"

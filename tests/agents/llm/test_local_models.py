@@ -135,6 +135,41 @@ def test_the_comparison_sends_each_model_s_episodes_to_its_shared_server():
     assert alone[0].options["model_dir"] == "/models/smollm2" and "base_url" not in alone[0].options
 
 
+def test_the_wrapper_table_counts_calls_that_timed_out(tmp_path):
+    """A call whose reply came after the client's deadline is a time-out, not the model's
+    output: counted apart (a call skipped for lack of time is not a call made), and a run where
+    many calls timed out says so under its table."""
+    import json
+    import math
+    from types import SimpleNamespace
+
+    from agents.llm.comparison import _episode_figures, timeout_note
+
+    events = [
+        {"event": "model_call", "purpose": "action", "reply": {"finish_reason": "length"}},
+        {"event": "action", "source": "unparsed", "action": {"tool": "show_graph"}},
+        {"event": "model_call_failed", "purpose": "action", "error_type": "DeadlineExceeded",
+         "attempts": 1},
+        {"event": "model_call_failed", "purpose": "final", "error_type": "BackendError",
+         "attempts": 2},
+        {"event": "model_call_failed", "purpose": "final_retry",
+         "error_type": "DeadlineExceeded", "attempts": 0},
+        {"event": "final_turn", "status": "fallback_working_graph"},
+    ]
+    (tmp_path / "t.json").write_text(json.dumps(events))
+    figures = _episode_figures(tmp_path, SimpleNamespace(transcript="t.json"))
+    assert (figures["calls"], figures["failed_calls"], figures["timed_out"]) == (1, 2, 1)
+    assert figures["cut"] == 1 and figures["unparsed"] == 1 and figures["final_retry"] == 1.0
+
+    def row(wrapper, share, family="all"):
+        return {"model": "m", "wrapper": wrapper, "family": family, "timed_out": share}
+
+    assert timeout_note([row("react", 0.1), row("direct", math.nan)]) == ""
+    note = timeout_note([row("react", 0.9), row("direct", 0.3), row("strict", 1.0, "lg")])
+    assert note.startswith("note: model calls timed out (m react 90%, m direct 30%)")
+    assert "fewer --workers" in note
+
+
 def test_constrained_decoding_needs_json_actions_in_the_text():
     from agents.llm.backends import ReplayBackend
     from agents.llm.policy import LLMPolicy

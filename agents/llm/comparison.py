@@ -130,7 +130,13 @@ def run_comparison(out: Path, *, models: Sequence[str], wrappers: Sequence[str],
         runs = [{"policy_spec": arm.policy, "families": families, "split": split,
                  "count": count, "settings": arm.settings, "out_dir": out / "runs" / arm.name,
                  "policy_options": arm.options, "d": d, "n": n} for arm in arms]
-        evaluate_many(runs, workers=workers, progress=progress)
+        # the references first, then the language-model arms: a reference's episodes compute
+        # PC-KCI's evidence (CPU-bound), and beside them the model servers, one core each,
+        # would answer after the episodes' deadline — the time budget binding on the harness
+        for group in ([r for r, a in zip(runs, arms, strict=True) if a.model is None],
+                      [r for r, a in zip(runs, arms, strict=True) if a.model is not None]):
+            if group:
+                evaluate_many(group, workers=workers, progress=progress)
     ran = time.perf_counter() - started - prepared
     report = build_report([run["out_dir"] for run in runs], out / "report", progress=False)
     rows = wrapper_table([a for a in arms if a.model], out / "runs",

@@ -43,6 +43,7 @@ SLOW_SECONDS = {
     "tests/agents/llm/test_local_models.py::test_one_episode": 77,  # 113 s and 40 s
     "tests/agents/llm/test_local_models.py::test_inspect_reaches": 95,
     "tests/agents/llm/test_local_models.py::test_the_server_answers": 34,  # the model's load
+    "tests/agents/llm/test_local_models.py::test_the_comparison_plays": 30,
     "tests/test_demo.py::test_demo_adds_a_configured_llm": 95,
     "tests/test_demo.py::test_demo_runs_policies": 61,
     "tests/baselines/test_structure_suite.py::": 51,  # 41 s, 56 s, 55 s

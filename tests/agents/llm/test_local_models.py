@@ -362,3 +362,36 @@ def test_inspect_reaches_the_local_model_through_its_openai_provider(server, tmp
     assert 0.0 <= score["f1"] <= 1.0 and score["finished"] == 1.0
     usage = log.stats.model_usage[f"openai-api/loopback/{MODEL}"]
     assert usage.output_tokens > 0 and usage.input_tokens > 0
+
+
+@needs_model
+@pytest.mark.slow
+def test_the_comparison_plays_the_references_first_then_the_models(tmp_path, tmp_path_factory,
+                                                                    monkeypatch):
+    """``heuresis llm-compare`` end to end at the smallest size (one model, one wrapper, one
+    reference, one instance): its server, its runs, the report and the wrapper table with the
+    calls answered and timed out; the language-model run starts only after the references
+    have finished (beside PC-KCI, the servers answered after the deadline — docs/llm.md)."""
+    from agents.llm.comparison import run_comparison
+    from heuresis_env.policy import EpisodeSettings
+
+    monkeypatch.setenv("HEURESIS_LOCAL_MODELS",
+                       str(tmp_path_factory.getbasetemp().parent / "heuresis-local-models"))
+    out = tmp_path / "cmp"
+    result = run_comparison(out, models=[MODEL], wrappers=["constrained"], references=["pc-kci"],
+                            families=["lg"], count=1, d=5, n=200, split="dev",
+                            settings=EpisodeSettings(max_steps=2, max_seconds=40.0,
+                                                     token_budget_per_turn=24),
+                            workers=2, port=0)
+    (row,) = [r for r in result["rows"] if r["family"] == "all"]
+    assert (row["model"], row["wrapper"], row["episodes"], row["errors"]) == (
+        MODEL, "constrained", 1, 0)
+    assert row["answered_calls"] >= 1 and 0.0 <= row["timed_out"] <= 1.0
+    assert "answered/ep" in (out / "wrappers.md").read_text()
+    assert (out / "report" / "report.md").is_file()
+    from datetime import datetime
+
+    reference_done = int((out / "runs" / "pc-kci" / "results.jsonl").stat().st_mtime)
+    config = json.loads((out / "runs" / f"{MODEL}-constrained" / "config.json").read_text())
+    model_run_created = datetime.strptime(config["created"], "%Y-%m-%dT%H:%M:%S%z").timestamp()
+    assert model_run_created >= reference_done  # (one second's resolution)

@@ -17,7 +17,8 @@ import argparse
 import os
 from pathlib import Path
 
-from agents.llm.server import HEURISTIC_MODEL_NAME, ChatServer, HeuristicModel
+from agents.llm.heuristic_model import HeuristicModel
+from agents.llm.server import HEURISTIC_MODEL_NAME, ChatServer
 from heuresis_env.evaluation import evaluate
 from heuresis_env.policy import EpisodeSettings
 from heuresis_env.reports.build import build_report

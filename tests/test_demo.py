@@ -65,7 +65,8 @@ def _demo(out: Path, *extra: str, env: dict | None = None,
 def test_demo_adds_a_configured_llm_and_notes_what_it_cannot_run(tmp_path):
     import os
 
-    from agents.llm.server import HEURISTIC_MODEL_NAME, ChatServer, HeuristicModel
+    from agents.llm.heuristic_model import HeuristicModel
+    from agents.llm.server import HEURISTIC_MODEL_NAME, ChatServer
 
     base = {k: v for k, v in os.environ.items()
             if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "HEURESIS_LLM_BASE_URL",

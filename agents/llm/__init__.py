@@ -22,6 +22,7 @@ from agents.llm.backends import (
     RetrySchedule,
 )
 from agents.llm.connection import Connection, resolve_connection
+from agents.llm.heuristic_model import HeuristicModel
 from agents.llm.messages import ChatReply, ToolCall
 from agents.llm.parsing import (
     EdgeListError,
@@ -37,7 +38,6 @@ from agents.llm.server import (
     HEURISTIC_MODEL_NAME,
     ChatRequest,
     ChatServer,
-    HeuristicModel,
     ScriptedReply,
     text_reply,
 )

@@ -39,7 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import os
 
-    from agents.llm.server import HEURISTIC_MODEL_NAME, ChatServer, HeuristicModel
+    from agents.llm.heuristic_model import HeuristicModel
+    from agents.llm.server import HEURISTIC_MODEL_NAME, ChatServer
     from heuresis_env.errors import HeuresisError
 
     if not 0 <= args.port <= 65535:

@@ -43,6 +43,7 @@ from agents.llm.backends import (
     OpenAIChatBackend,
 )
 from agents.llm.connection import ENV_MODEL, resolve_connection
+from agents.llm.heuristic_model import HeuristicModel
 from agents.llm.local_models import local_model_spec
 from agents.llm.local_server import local_chat_server
 from agents.llm.messages import ChatReply
@@ -67,7 +68,7 @@ from agents.llm.prompts import (
     observation_message,
     system_prompt,
 )
-from agents.llm.server import HEURISTIC_MODEL_NAME, ChatServer, HeuristicModel
+from agents.llm.server import HEURISTIC_MODEL_NAME, ChatServer
 from heuresis_env.env import tool_schemas
 from heuresis_env.errors import HeuresisError, UnknownNameError
 from heuresis_env.graphs import has_directed_cycle

@@ -45,10 +45,10 @@ from agents.inspect_task.backend import (  # noqa: E402
 from agents.inspect_task.logs import export_run, import_inspect_log  # noqa: E402
 from agents.inspect_task.solver import STORE_RECORD, STORE_TRACE  # noqa: E402
 from agents.llm.backends import BackendError  # noqa: E402
+from agents.llm.heuristic_model import HeuristicModel  # noqa: E402
 from agents.llm.server import (  # noqa: E402
     HEURISTIC_MODEL_NAME,
     ChatServer,
-    HeuristicModel,
     http_error,
     tool_call,
 )

@@ -97,7 +97,7 @@ def test_a_local_model_policy_with_a_base_url_is_a_client_of_that_server(tmp_pat
     model among its episode workers) loads no model: every call goes to the server named,
     through the endpoint proxy when the policy is confined (it used to load the model in the
     policy's own process and never call the server)."""
-    from agents.llm.server import HeuristicModel
+    from agents.llm.heuristic_model import HeuristicModel
 
     with ChatServer(responder=HeuristicModel()) as server:
         out = tmp_path / "shared"

@@ -30,6 +30,7 @@ from agents.amortized.evaluation import (
     write_scores,
 )
 from agents.amortized.fit import FitSettings, fit_directed
+from agents.amortized.inference import check_blend_weight
 from agents.amortized.model import load_model, save_model
 from agents.amortized.plots import plot_curve
 from agents.amortized.stream import build_stream
@@ -299,9 +300,7 @@ def _weights(text: str) -> list[float]:
     except ValueError:
         raise HeuresisError(f"--blend takes comma-separated weights in [0, 1], got {text!r}") \
             from None
-    if any(not 0.0 <= w <= 1.0 for w in weights):
-        raise HeuresisError(f"--blend weights must lie in [0, 1], got {text!r}")
-    return weights
+    return [check_blend_weight(weight) for weight in weights]
 
 
 def study_table(summary: dict[str, Any], arms: Sequence[str]) -> str:

@@ -42,9 +42,9 @@ from heuresis_env.evidence import (
 )
 from heuresis_env.graphs import Graph, has_directed_cycle
 
-__all__ = ["Decoded", "Discovery", "adjacency_probabilities", "blend_adjacency", "decode",
-           "discover",
-           "edge_probabilities", "probabilities_from_rows"]
+__all__ = ["Decoded", "Discovery", "adjacency_probabilities", "blend_adjacency",
+           "check_blend_weight", "decode", "discover", "edge_probabilities",
+           "probabilities_from_rows"]
 
 SKELETON_RULES = ("f1", "shd")
 ORIENTATIONS = ("dag", "cpdag")
@@ -116,15 +116,21 @@ def adjacency_probabilities(p: np.ndarray, exclusive: bool = True) -> np.ndarray
     return q
 
 
+def check_blend_weight(weight: float) -> float:
+    """A blend weight, checked: a number in [0, 1]."""
+    if not 0.0 <= float(weight) <= 1.0:
+        raise HeuresisError(f"a blend weight must lie in [0, 1], got {weight}")
+    return float(weight)
+
+
 def blend_adjacency(first: np.ndarray, second: np.ndarray, weight: float) -> np.ndarray:
     """``weight`` · ``first`` + (1 − ``weight``) · ``second``: two models' P(adjacent) averaged
     (a mixture stays a probability, so the expected-F1 rule applies to it); weight in [0, 1]."""
-    if not 0.0 <= float(weight) <= 1.0:
-        raise HeuresisError(f"a blend weight must lie in [0, 1], got {weight}")
+    weight = check_blend_weight(weight)
     first, second = np.asarray(first, dtype=np.float64), np.asarray(second, dtype=np.float64)
     if first.shape != second.shape:
         raise HeuresisError(f"P(adjacent) matrices of shapes {first.shape} and {second.shape}")
-    q = float(weight) * first + (1.0 - float(weight)) * second
+    q = weight * first + (1.0 - weight) * second
     np.fill_diagonal(q, 0.0)
     return q
 

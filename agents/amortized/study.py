@@ -26,6 +26,7 @@ from agents.amortized.evaluation import select_edges
 from agents.amortized.inference import (
     adjacency_probabilities,
     blend_adjacency,
+    check_blend_weight,
     decode,
     edge_probabilities,
 )
@@ -84,6 +85,7 @@ def score_directed(models: Mapping[str, DirectedModel | AviciModel],
     model's P(adjacent), oriented by the model — and its ranking's best cut."""
     if blends and first_model is None:
         raise HeuresisError("a blended skeleton needs the first model (first_model)")
+    blends = [check_blend_weight(weight) for weight in blends]  # before any instance is scored
     bca = dict(bca) if bca is not None else bca_choices(BCA_FILE)
     out = []
     for count, key in enumerate(keys, 1):
@@ -104,7 +106,8 @@ def score_directed(models: Mapping[str, DirectedModel | AviciModel],
         for label, model in models.items():
             p = edge_probabilities(model, instance.X, names, instance.sha256, tta=tta)
             exclusive = isinstance(model, DirectedModel)
-            best[label] = _best_cut(adjacency_probabilities(p, exclusive), truth)
+            adjacent = adjacency_probabilities(p, exclusive)
+            best[label] = _best_cut(adjacent, truth)
             for skeleton, orient in rules:
                 decoded = decode(p, skeleton, orient, exclusive=exclusive)
                 record.scores[f"{label}:{skeleton}-{orient}"] = _compact(
@@ -115,7 +118,7 @@ def score_directed(models: Mapping[str, DirectedModel | AviciModel],
                     score_graph(decoded.graph(names), truth_graph))
             for weight in blends:
                 assert first_q is not None
-                q = blend_adjacency(first_q, adjacency_probabilities(p, exclusive), weight)
+                q = blend_adjacency(first_q, adjacent, weight)
                 decoded = decode(p, exclusive=exclusive, given=select_edges(q)[0])
                 record.scores[f"{label}:blend-{weight:g}"] = _compact(
                     score_graph(decoded.graph(names), truth_graph))

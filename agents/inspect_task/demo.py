@@ -2,9 +2,9 @@
 ``openai-api`` provider, and ``inspect view`` on its log (``heuresis inspect-demo``).
 
 The server (:class:`~agents.llm.server.ChatServer`) plays
-:class:`~agents.llm.heuristic_model.HeuristicModel` — a deterministic stand-in for a language model —
-on ``127.0.0.1``; inspect reaches it as ``openai-api/loopback/heuresis-heuristic``, exactly as
-it would reach a vLLM or Ollama server, so the run exercises the whole path: inspect's
+:class:`~agents.llm.heuristic_model.HeuristicModel` — a deterministic stand-in for a language
+model — on ``127.0.0.1``; inspect reaches it as ``openai-api/loopback/heuresis-heuristic``,
+exactly as it would reach a vLLM or Ollama server, so the run exercises the whole path: inspect's
 provider and HTTP client, the policy, the environment and the referee.
 """
 

@@ -53,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agents.llm.comparison import format_wrapper_table, run_comparison, timeout_note
+    from agents.llm.comparison import format_wrapper_table, run_comparison
     from heuresis_env.policy import EpisodeSettings
 
     settings = EpisodeSettings(max_steps=args.max_steps, max_seconds=args.max_seconds,
@@ -70,9 +70,6 @@ def run(args: argparse.Namespace) -> int:
     print(report.headline)
     print()
     print(format_wrapper_table(result["rows"]))
-    note = timeout_note(result["rows"])
-    if note:
-        print("\n" + note)
     print(f"\nmodels prepared in {result['prepare_seconds']:.0f} s, runs in "
           f"{result['run_seconds']:.0f} s, {result['seconds']:.0f} s in all; report: "
           f"{report.markdown_path}; per family: {args.out / 'wrappers.md'}")

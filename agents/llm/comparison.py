@@ -268,10 +268,13 @@ def _cells(row: Mapping[str, Any]) -> list[str]:
 
 
 def format_wrapper_table(rows: Sequence[Mapping[str, Any]], families: bool = False) -> str:
-    """The table as text (by default the ``all`` rows only)."""
+    """The table as text (by default the ``all`` rows only), with :func:`timeout_note`'s
+    warning under it when many calls timed out."""
     chosen = [r for r in rows if families or r["family"] == "all"]
-    return text_table(list(_COLUMNS), [_cells(r) for r in chosen],
-                      align="<<<" + ">" * (len(_COLUMNS) - 3))
+    table = text_table(list(_COLUMNS), [_cells(r) for r in chosen],
+                       align="<<<" + ">" * (len(_COLUMNS) - 3))
+    note = timeout_note(rows)
+    return f"{table}\n\n{note}" if note else table
 
 
 #: above this share of model calls that timed out, the table's rates describe the servers'

@@ -584,9 +584,10 @@ def make_local_llm_policy(model: str, *, model_dir: str | None = None,
 def make_heuristic_llm_policy(name: str = "llm-heuristic", native_tools: bool = True,
                               prices: str | Mapping[str, Any] | None = None,
                               max_tests: int = 3, restore_alpha: float = 0.01) -> LLMPolicy:
-    """The LLM policy wired to a loopback server playing :class:`~agents.llm.
-    heuristic_model.HeuristicModel`: the full client path (``openai`` SDK, HTTP, parsing, final turn) with a
-    deterministic model, no key and no network (the ``llm-heuristic`` entry point)."""
+    """The LLM policy wired to a loopback server playing
+    :class:`~agents.llm.heuristic_model.HeuristicModel`: the full client path (``openai`` SDK,
+    HTTP, parsing, final turn) with a deterministic model, no key and no network (the
+    ``llm-heuristic`` entry point)."""
     server = ChatServer(responder=HeuristicModel(max_tests=max_tests,
                                                  restore_alpha=restore_alpha),
                         model=HEURISTIC_MODEL_NAME)

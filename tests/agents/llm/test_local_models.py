@@ -372,6 +372,8 @@ def test_the_comparison_plays_the_references_first_then_the_models(tmp_path, tmp
     reference, one instance): its server, its runs, the report and the wrapper table with the
     calls answered and timed out; the language-model run starts only after the references
     have finished (beside PC-KCI, the servers answered after the deadline — docs/llm.md)."""
+    from datetime import datetime
+
     from agents.llm.comparison import run_comparison
     from heuresis_env.policy import EpisodeSettings
 
@@ -389,8 +391,6 @@ def test_the_comparison_plays_the_references_first_then_the_models(tmp_path, tmp
     assert row["answered_calls"] >= 1 and 0.0 <= row["timed_out"] <= 1.0
     assert "answered/ep" in (out / "wrappers.md").read_text()
     assert (out / "report" / "report.md").is_file()
-    from datetime import datetime
-
     reference_done = int((out / "runs" / "pc-kci" / "results.jsonl").stat().st_mtime)
     config = json.loads((out / "runs" / f"{MODEL}-constrained" / "config.json").read_text())
     model_run_created = datetime.strptime(config["created"], "%Y-%m-%dT%H:%M:%S%z").timestamp()

@@ -66,7 +66,8 @@ test-fast: lint typecheck browser local-llm bytecode
 # processes as the suite. Run as root: a user is created when missing (useradd) and the tests
 # run as it through runuser (tests/adversarial/test_unprivileged.py); as a normal user, run
 # them directly.
-UNPRIVILEGED_TESTS = -n $(TEST_WORKERS) --dist load tests/adversarial tests/env/test_sandbox.py
+UNPRIVILEGED_TESTS = -n $(TEST_WORKERS) --dist load tests/adversarial tests/env/test_sandbox.py \
+	tests/env/test_sandbox_setup.py
 test-unprivileged: bytecode
 	@if [ "$$(id -u)" = 0 ]; then \
 	$(BIN)/python -m tests.adversarial.test_unprivileged $(UNPRIVILEGED_TESTS); \

@@ -169,7 +169,8 @@ if __name__ == "__main__":  # make test-unprivileged: python -m tests.adversaria
     home_folder = Path(tempfile.mkdtemp(prefix="heuresis-user-", dir="/tmp"))
     os.chmod(home_folder, 0o755)
     try:
-        arguments = sys.argv[1:] or ["tests/adversarial", "tests/env/test_sandbox.py"]
+        arguments = sys.argv[1:] or ["tests/adversarial", "tests/env/test_sandbox.py",
+                                     "tests/env/test_sandbox_setup.py"]
         completed = as_user([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                              "--basetemp", str(home_folder / "pytest"), *arguments],
                             home_folder, timeout=3600)

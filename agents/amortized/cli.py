@@ -144,6 +144,8 @@ def _fit_arguments(commands: argparse._SubParsersAction) -> None:
     fit.add_argument("--init", default=None,
                      help="start from this model folder (e.g. agents/data/amortized_v2) "
                           "instead of random weights")
+    fit.add_argument("--exclude", default="",
+                     help="families never read (comma-separated): leave-one-family-out")
     fit.add_argument("--seed", type=int, default=0)
     fit.add_argument("--threads", type=int, default=1, help="torch threads")
     fit.add_argument("--out", required=True, help="checkpoints, history.jsonl and the model")

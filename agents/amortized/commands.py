@@ -242,7 +242,8 @@ def fit_command(args: argparse.Namespace) -> int:
                            batch_cells=args.batch_cells, learning_rate=args.learning_rate,
                            seed=args.seed, threads=args.threads, stop_at=args.stop_at,
                            checkpoint_every=args.checkpoint_every, shards=args.shards,
-                           init=args.init)
+                           init=args.init,
+                           exclude_families=tuple(f for f in args.exclude.split(",") if f))
     config = json.loads(args.config) if args.config else {}
     if not isinstance(config, dict):
         raise HeuresisError(f"--config must be a JSON object, got {args.config!r}")

@@ -56,7 +56,7 @@ from agents.amortized.directed import (
 from agents.amortized.stream import StreamSet, load_stream, stream_shards
 from heuresis_env.errors import HeuresisError
 from heuresis_env.files import atomic_write_bytes
-from heuresis_env.generation import TrainPrior
+from heuresis_env.generation import BENCHMARK_FAMILIES, TrainPrior
 
 __all__ = ["FitSettings", "fit_directed", "fit_normalisation"]
 
@@ -84,6 +84,9 @@ class FitSettings:
     shards: int | None = None
     #: a model folder to start from instead of random weights (None: random, seeded)
     init: str | None = None
+    #: families never read — not trained on, not in the held-out loss, not in the input
+    #: normalisation (leave-one-family-out); empty: every family of the shards
+    exclude_families: tuple[str, ...] = ()
 
 
 def fit_normalisation(data: StreamSet, limit: int = 400) -> tuple[list[float], list[float]]:
@@ -174,7 +177,7 @@ def fit_directed(shards: str | Path, out: str | Path, settings: FitSettings,
     out.mkdir(parents=True, exist_ok=True)
     say = progress or (lambda message: None)
     paths = _training_shards(shards, settings, prior)
-    data = load_stream(paths)
+    data = _load(paths, settings)
     # the fixed set's digests, hashed once (its shards are never read again)
     fixed = {"shard_digests": _digests(paths)} if settings.shards is not None else {}
     model, step = _starting_model(out / "checkpoint", settings, config, data, fixed, say)
@@ -201,7 +204,7 @@ def fit_directed(shards: str | Path, out: str | Path, settings: FitSettings,
         if step % settings.reload_every == 0 and step > 0 and settings.shards is None:
             fresh = stream_shards(shards, prior)
             if len(fresh) > len(paths):
-                paths, data = fresh, load_stream(fresh)
+                paths, data = fresh, _load(fresh, settings)
                 buckets, held_out = _split(data, settings)
         losses.append(_train_step(model, optimizer, data, buckets, rows, settings, step))
         step += 1
@@ -244,6 +247,22 @@ def _training_shards(shards: str | Path, settings: FitSettings,
     return paths[:settings.shards]
 
 
+def _load(paths: list[Path], settings: FitSettings) -> StreamSet:
+    """The shards' instances a run may read: without the excluded families."""
+    data = load_stream(paths)
+    if not settings.exclude_families:
+        return data
+    unknown = sorted(set(settings.exclude_families) - set(BENCHMARK_FAMILIES))
+    if unknown:
+        raise HeuresisError(f"cannot exclude {', '.join(unknown)}: the families are "
+                            f"{', '.join(BENCHMARK_FAMILIES)}")
+    keep = ~np.isin(data.family, list(settings.exclude_families))
+    if not keep.any():
+        raise HeuresisError(f"no instances left once {', '.join(settings.exclude_families)} "
+                            f"are excluded")
+    return data.select(keep)
+
+
 def _starting_model(checkpoint: Path, settings: FitSettings, config: dict[str, Any] | None,
                     data: StreamSet, fixed: dict[str, Any], say: Callable[[str], None]
                     ) -> tuple[DirectedModel | AviciModel, int]:
@@ -254,6 +273,9 @@ def _starting_model(checkpoint: Path, settings: FitSettings, config: dict[str, A
         state = json.loads((checkpoint / "state.json").read_text())
         if state["settings"]["architecture"] != settings.architecture:
             raise HeuresisError(f"{checkpoint}: a checkpoint of another architecture")
+        if list(state["settings"].get("exclude_families", [])) != \
+                list(settings.exclude_families):
+            raise HeuresisError(f"{checkpoint}: trained with other families excluded")
         if fixed and state.get("shard_digests") not in (None, fixed["shard_digests"]):
             raise HeuresisError(f"{checkpoint}: trained on other shards than the first "
                                 f"{settings.shards} of its folder")

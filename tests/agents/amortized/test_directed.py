@@ -25,7 +25,7 @@ from agents.amortized import (
     save_directed,
 )
 from agents.amortized.directed import cell_inputs, row_inputs, spectral_acyclicity
-from agents.amortized.fit import FitSettings, fit_directed
+from agents.amortized.fit import FitSettings, fit_directed, fit_normalisation
 from agents.amortized.inference import probabilities_from_rows
 from agents.amortized.policy import DirectedPolicy, DirectedRepairPolicy
 from agents.amortized.stream import build_stream, load_stream
@@ -217,6 +217,30 @@ def test_a_fixed_shard_set_is_recorded_and_a_run_can_start_from_a_model(stream, 
     best = json.loads((tmp_path / "b" / "best" / "model.json").read_text())["provenance"]
     assert best["held_out_loss"] == min(h["held_out_loss"] for h in history)
     assert best["init"]["weights_sha256"] == start["weights_sha256"]
+
+
+def test_a_run_can_leave_families_out(stream, tmp_path):
+    data = load_stream(sorted(stream.glob("stream-*.npz")))
+    left_out = str(data.family[0])
+    settings = FitSettings(steps=2, checkpoint_every=2, warmup=1, holdout_every=4,
+                           exclude_families=(left_out,))
+    model_dir = fit_directed(stream, tmp_path / "m", settings, SMALL)
+    provenance = json.loads((model_dir / "model.json").read_text())["provenance"]
+    assert provenance["instances"] == int((data.family != left_out).sum()) < len(data)
+    assert provenance["settings"]["exclude_families"] == [left_out]
+    # the normalisation is fitted without the family, too
+    model, _ = load_directed(model_dir)
+    assert model.config.input_mean == pytest.approx(
+        fit_normalisation(data.select(data.family != left_out))[0])
+    with pytest.raises(HeuresisError, match="trained with other families excluded"):
+        fit_directed(stream, tmp_path / "m", FitSettings(**{**settings.__dict__, "steps": 4,
+                                                            "exclude_families": ()}), SMALL)
+    with pytest.raises(HeuresisError, match="cannot exclude nonsense: the families are"):
+        fit_directed(stream, tmp_path / "x", FitSettings(exclude_families=("nonsense",)),
+                     SMALL)
+    with pytest.raises(HeuresisError, match="no instances left"):
+        fit_directed(stream, tmp_path / "y", FitSettings(
+            exclude_families=tuple(sorted(set(data.family)))), SMALL)
 
 
 def test_policies_submit_the_offline_graph(stream, tmp_path):

@@ -107,3 +107,32 @@ def test_statistics_are_equivariant_and_cached():
 def test_statistics_refuse_a_table_too_small_to_read():
     with pytest.raises(HeuresisError, match="at least 2 variables"):
         compute_pair_statistics(np.zeros((50, 1)), ["A"], "0" * 64)
+
+
+def test_pc_fisherz_is_capped_where_its_search_would_explode():
+    """A search over a budget is run again capped at the deepest level it completed; within
+    the budget it is PC-Fisher-z itself. (A hub of many neighbours — d = 50, one collider of
+    21 parents — made the uncapped search run for hours in tens of GB.)"""
+    from heuresis_env.discovery.pc import pc
+    from heuresis_env.evidence.statistics import _budgeted_pc
+
+    rng = np.random.default_rng(3)
+    noise = rng.standard_normal((1000, 6))
+    source = noise[:, 0]  # a diamond: source → a, b → sink, then a collider of three
+    a, b = source + noise[:, 1], source + noise[:, 2]
+    sink = a + b + noise[:, 3]
+    data = np.column_stack([source, a, b, sink, noise[:, 4], noise[:, 5],
+                            sink + noise[:, 4] + noise[:, 5] + rng.standard_normal(1000)])
+    names = [f"X{k}" for k in range(data.shape[1])]
+    free = pc(data, names, ci_test="fisherz", alpha=0.05)
+    deepest = max(r.level for r in free.deletion_log)
+    assert deepest >= 2
+    within = _budgeted_pc(data, names, budget=10**6)
+    assert within.skeleton == free.skeleton and within.deletion_log == free.deletion_log
+    # a budget that the levels 0 and 1 fit but level 2 does not: the search capped at |S| ≤ 1
+    level_1 = make_ci_test("fisherz", data)
+    capped_reference = pc(None, names, ci_test=level_1, alpha=0.05, max_depth=1)
+    capped = _budgeted_pc(data, names, budget=level_1.n_computed + 1)
+    assert capped.skeleton == capped_reference.skeleton
+    assert capped.deletion_log == capped_reference.deletion_log
+    assert capped.skeleton != free.skeleton

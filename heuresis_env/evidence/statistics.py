@@ -24,7 +24,7 @@ and the text table all derive from the declarations, so a feature is added in on
 - **pc_fisherz**: PC with Fisher-z (α = 0.05): kept, level and −log10 p of the deletion, and
   the CPDAG's arrow i → j; per node the degree. A search that would compute more than
   :data:`PC_FISHERZ_TEST_BUDGET` tests (a hub with dozens of neighbours makes the conditioning
-  sets explode: hours and tens of GB) is run again capped at the deepest level it completed
+  sets explode: minutes and many GB) is run again capped at the deepest level it completed
   within the budget; the budget cannot bind below 18 variables (at most C(d, 2)·2^(d−2)
   distinct tests), so every instance of the benchmark's sizes is unchanged. (The largest
   search of the first 5,100 instances of the wide stream: 5.4 million tests, 235 s, 6.8 GB;

@@ -174,6 +174,9 @@ def _study_arguments(commands: argparse._SubParsersAction) -> None:
                        help="comma-separated weights w: arms whose skeleton is the expected-F1 "
                             "selection from w * the first model's P(adjacent) + (1 - w) * the "
                             "directed model's (needs --first-model)")
+    study.add_argument("--versus", default="",
+                       help="an arm every arm is also compared with (F1 and nSHD, paired), "
+                            "e.g. all:f1-dag beside lofo:f1-dag")
     study.add_argument("--json", default=None, help="write every instance's scores here")
 
 

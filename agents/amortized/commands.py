@@ -35,6 +35,7 @@ from agents.amortized.model import load_model, save_model
 from agents.amortized.plots import plot_curve
 from agents.amortized.stream import build_stream
 from agents.amortized.study import (
+    STUDY_REFERENCES,
     read_records,
     score_directed,
     summarize_directed,
@@ -284,14 +285,20 @@ def study_command(args: argparse.Namespace) -> int:
         header = f"{args.split} split{' (sealed by $HEURESIS_TEST_SALT)' if salt else ''}"
     arms = sorted({arm for r in records for arm in r.scores
                    if ":" in arm and not arm.endswith("best-cut")})
-    summary = summarize_directed(records, arms, n_resamples=args.resamples)
+    versus = args.versus or None
+    if versus is not None and versus not in arms:
+        raise HeuresisError(f"--versus {versus!r} is not an arm of this study; its arms: "
+                            f"{', '.join(arms)}")
+    summary = summarize_directed(records, arms, references=(*STUDY_REFERENCES,
+                                                            *([versus] if versus else [])),
+                                 n_resamples=args.resamples)
     if args.json:
         write_records(records, args.json)
         Path(args.json).with_suffix(".summary.json").write_text(
             json.dumps({"split": args.split, "models": args.model, "records": args.records,
                         "summary": summary}, indent=1) + "\n")
     print(f"{header}, {len(records)} instances")
-    print(study_table(summary, arms))
+    print(study_table(summary, arms, versus))
     return 0
 
 
@@ -304,12 +311,14 @@ def _weights(text: str) -> list[float]:
     return [check_blend_weight(weight) for weight in weights]
 
 
-def study_table(summary: dict[str, Any], arms: Sequence[str]) -> str:
-    """One row per family and arm: F1, nSHD and their differences from PC-KCI and BCA_φ."""
+def study_table(summary: dict[str, Any], arms: Sequence[str], versus: str | None = None) -> str:
+    """One row per family and arm: F1, nSHD and their differences from PC-KCI, BCA_φ, BOSS
+    and the first model (and from the arm ``versus``, when given)."""
+    extra = (f" F1 - {versus} [95%] | nSHD - {versus} [95%] |", "---|---|") if versus else ("", "")
     lines = ["| family | arm | F1 | SHD | nSHD | F1 - PC-KCI [95%] | F1 - BCA [95%] | "
              "nSHD - BCA [95%] | F1 - BOSS [95%] | nSHD - BOSS [95%] | F1 - v1 [95%] | "
-             "nSHD - v1 [95%] | best cut |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             f"nSHD - v1 [95%] | best cut |{extra[0]}",
+             f"|---|---|---|---|---|---|---|---|---|---|---|---|---|{extra[1]}"]
     for family, row in summary.items():
         for arm in [*arms, "pc-kci", "bca", "boss", "v1", "oracle"]:
             if arm not in row:
@@ -325,7 +334,9 @@ def study_table(summary: dict[str, Any], arms: Sequence[str]) -> str:
                          f"{cell(f'{arm} - bca nshd')} | {cell(f'{arm} - boss f1')} | "
                          f"{cell(f'{arm} - boss nshd')} | {cell(f'{arm} - v1 f1')} | "
                          f"{cell(f'{arm} - v1 nshd')} | "
-                         f"{'' if best is None else f'{best:.3f}'} |")
+                         f"{'' if best is None else f'{best:.3f}'} |"
+                         + (f" {cell(f'{arm} - {versus} f1')} | "
+                            f"{cell(f'{arm} - {versus} nshd')} |" if versus else ""))
     return "\n".join(lines)
 
 

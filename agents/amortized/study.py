@@ -41,7 +41,7 @@ from heuresis_env.graphs import Graph, graph_from_edge_lines
 from heuresis_env.metrics import paired_bootstrap, score_graph
 from heuresis_env.seeding import int31_seed
 
-__all__ = ["DirectedScore", "read_records", "score_directed", "summarize_directed",
+__all__ = ["DirectedScore", "STUDY_REFERENCES", "read_records", "score_directed", "summarize_directed",
            "write_records"]
 
 
@@ -154,8 +154,12 @@ def score_directed(models: Mapping[str, DirectedModel | AviciModel],
     return out
 
 
+#: the arms every studied arm is compared with (the first model, ``v1``, when it was scored)
+STUDY_REFERENCES = ("pc-kci", "bca", "boss", "v1")
+
+
 def summarize_directed(records: Sequence[DirectedScore], arms: Sequence[str],
-                       references: Sequence[str] = ("pc-kci", "bca", "boss", "v1"),
+                       references: Sequence[str] = STUDY_REFERENCES,
                        seed: int = 0,
                        n_resamples: int = 10_000) -> dict[str, Any]:
     """Per family and over all: each arm's mean F1 and nSHD, and its paired differences with

@@ -439,6 +439,17 @@ def test_study_records_from_parallel_runs_pool_into_one_summary(stream, tmp_path
     (tmp_path / "bad.json").write_text('{"not": "records"}')
     with pytest.raises(HeuresisError, match="not a study's records"):
         study("--records", str(tmp_path / "bad.json"))
+    # --versus: every arm also compared with one of them, paired
+    capsys.readouterr()
+    assert study("--records", str(tmp_path / "lg.json"), "--records", str(tmp_path / "anm.json"),
+                 "--versus", "m:shd-dag", "--json", str(tmp_path / "versus.json")) == 0
+    versus = json.loads((tmp_path / "versus.summary.json").read_text())["summary"]["all"]
+    f1 = [r.scores["m:f1-dag"]["f1"] - r.scores["m:shd-dag"]["f1"]
+          for r in parts["lg"] + parts["anm"]]
+    assert versus["delta"]["m:f1-dag - m:shd-dag f1"]["mean"] == pytest.approx(np.mean(f1))
+    assert "F1 - m:shd-dag [95%]" in capsys.readouterr().out
+    with pytest.raises(HeuresisError, match="'m:nothing' is not an arm of this study"):
+        study("--records", str(tmp_path / "lg.json"), "--versus", "m:nothing")
 
 
 def test_amortized_and_amortized_repair_are_the_frozen_second_design():

@@ -228,6 +228,10 @@ class DirectedModel(nn.Module):
         picked = log_p.gather(-1, label.long().unsqueeze(-1)).squeeze(-1)
         return -(picked[:, upper]).mean()
 
+    def data_loss(self, logits: torch.Tensor, dag: torch.Tensor) -> torch.Tensor:
+        """The loss without any penalty (here the loss itself): comparable across steps."""
+        return self.loss(logits, dag)
+
     @torch.no_grad()
     def directed_probabilities(self, cells: torch.Tensor, rows: torch.Tensor | None
                                ) -> np.ndarray:
@@ -278,13 +282,19 @@ class AviciModel(nn.Module):
         v = nn.functional.normalize(self.v(z), dim=-1)
         return torch.einsum("mid,mjd->mij", u, v) * self.temperature.exp() + self.bias
 
-    def loss(self, logits: torch.Tensor, dag: torch.Tensor) -> torch.Tensor:
+    def data_loss(self, logits: torch.Tensor, dag: torch.Tensor) -> torch.Tensor:
+        """The binary cross-entropy of the off-diagonal pairs, without the acyclicity term
+        (whose weight, the dual, grows during training): comparable across steps."""
         d = dag.shape[-1]
         off = ~torch.eye(d, dtype=torch.bool)
-        bce = nn.functional.binary_cross_entropy_with_logits(logits[:, off],
-                                                             dag[:, off].float())
+        return nn.functional.binary_cross_entropy_with_logits(logits[:, off],
+                                                              dag[:, off].float())
+
+    def loss(self, logits: torch.Tensor, dag: torch.Tensor) -> torch.Tensor:
+        bce = self.data_loss(logits, dag)
         if not self.config.acyclicity:
             return bce
+        off = ~torch.eye(dag.shape[-1], dtype=torch.bool)
         log_p = nn.functional.logsigmoid(logits).masked_fill(~off, -math.inf)
         self.last_penalty = spectral_acyclicity(log_p).mean()
         return bce + self.dual * self.last_penalty

@@ -23,8 +23,9 @@ on across machines that keep no files, from the model a repository ships. The mo
 provenance, and the first history line (step 0) is the held-out loss of the starting model
 on this run's held-out instances, so what the further training bought is measured. Instances whose index is a multiple of
 ``holdout_every`` are never trained on: they give the held-out loss logged beside the training
-loss (``out/history.jsonl``); the model of the lowest held-out loss so far is kept in
-``out/best`` (a model folder, with its step), so a run that outgrows its data — a stream still
+loss (``out/history.jsonl``; the data term only — AVICI's acyclicity penalty, whose weight
+grows during training, would make later steps look worse); the model of the lowest held-out
+loss so far is kept in ``out/best`` (a model folder, with its step), so a run that outgrows its data — a stream still
 being built — leaves its best model, not only its last. (The held-out set is the held-out
 instances of the shards read so far, its first 200: it grows with the stream until then.)
 """
@@ -378,6 +379,6 @@ def _held_out_loss(model: DirectedModel | AviciModel, data: StreamSet, held: np.
     values = []
     for k in held[:limit]:
         cells, row_in, dags = _batch(data, np.array([k]), rows, rng)
-        values.append(float(model.loss(model(cells, row_in), dags)))
+        values.append(float(model.data_loss(model(cells, row_in), dags)))
     model.train(was_training)
     return float(np.mean(values)) if values else float("nan")

@@ -219,6 +219,20 @@ def test_a_fixed_shard_set_is_recorded_and_a_run_can_start_from_a_model(stream, 
     assert best["init"]["weights_sha256"] == start["weights_sha256"]
 
 
+def test_the_held_out_loss_leaves_out_avicis_growing_penalty(stream):
+    """The best checkpoint is chosen on the data term: AVICI's acyclicity weight (the dual)
+    grows during training, and with it the full loss of an unchanged model."""
+    from agents.amortized.fit import _held_out_loss
+
+    data = load_stream(sorted(stream.glob("stream-*.npz")))
+    torch.manual_seed(0)
+    model = AviciModel(AviciConfig(dim=8, layers=1, heads=2, rows=20))
+    held = np.array([0, 1, 2])
+    before = _held_out_loss(model, data, held, 20, 0)
+    model.dual.fill_(100.0)
+    assert _held_out_loss(model, data, held, 20, 0) == pytest.approx(before)
+
+
 def test_a_run_can_leave_families_out(stream, tmp_path):
     data = load_stream(sorted(stream.glob("stream-*.npz")))
     left_out = str(data.family[0])

@@ -155,7 +155,8 @@ def _study_arguments(commands: argparse._SubParsersAction) -> None:
     study = commands.add_parser("study", help="score directed models and the references "
                                               "(F1, SHD, nSHD, best cut) on a split")
     study.add_argument("--model", action="append", default=[],
-                       help="LABEL=FOLDER of a directed or AVICI model (repeat the option)")
+                       help="LABEL=FOLDER of a directed or AVICI model (repeat the option); "
+                            "LABEL=FOLDER+FOLDER… a seed ensemble (probabilities averaged)")
     study.add_argument("--records", action="append", default=[],
                        help="summarize the records a study wrote with --json (repeat the "
                             "option to pool runs, e.g. family groups run in parallel) "

@@ -268,10 +268,12 @@ def study_command(args: argparse.Namespace) -> int:
             raise HeuresisError("study needs --model LABEL=FOLDER (or --records FILE)")
         models = {}
         for spec in args.model:
-            label, _, folder = spec.partition("=")
-            if not folder:
-                raise HeuresisError(f"--model takes LABEL=FOLDER, got {spec!r}")
-            models[label] = load_directed(folder)[0]
+            label, _, folders = spec.partition("=")
+            if not folders or not all(folders.split("+")):
+                raise HeuresisError(f"--model takes LABEL=FOLDER or LABEL=FOLDER+FOLDER…, got "
+                                    f"{spec!r}")
+            members = [load_directed(folder)[0] for folder in folders.split("+")]
+            models[label] = members[0] if len(members) == 1 else members
         salt = sealing_salt(args.split)
         first = load_model(Path(__file__).resolve().parents[1] / "data" / "amortized")[0] \
             if args.first_model else None

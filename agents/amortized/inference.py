@@ -44,6 +44,7 @@ from heuresis_env.graphs import Graph, has_directed_cycle
 
 __all__ = ["Decoded", "Discovery", "adjacency_probabilities", "blend_adjacency",
            "check_blend_weight", "decode", "discover", "edge_probabilities",
+           "ensemble_probabilities",
            "probabilities_from_rows"]
 
 SKELETON_RULES = ("f1", "shd")
@@ -65,6 +66,21 @@ def edge_probabilities(model: DirectedModel | AviciModel, data: np.ndarray,
                       "node_features": STATISTICS_NODE_FEATURE_NAMES,
                       "pairs": computed.pairs, "nodes": computed.nodes}
     return probabilities_from_rows(model, data, names, statistics, tta, seed)
+
+
+def ensemble_probabilities(models: Sequence[DirectedModel | AviciModel], data: np.ndarray,
+                           names: Sequence[str], sha256: str | None = None, tta: int = 4,
+                           seed: int = 0) -> np.ndarray:
+    """(d, d) the mean of the models' P(i → j) — a seed ensemble (each member averaged over its
+    ``tta`` row subsamples first). The members share one architecture, so the mean of
+    directed models is again one distribution over (none, i → j, j → i) per pair."""
+    if not models:
+        raise HeuresisError("an ensemble needs at least one model")
+    if len({model.architecture for model in models}) > 1:
+        raise HeuresisError("an ensemble's models must share one architecture, got "
+                            f"{sorted({model.architecture for model in models})}")
+    return np.mean([edge_probabilities(model, data, names, sha256, tta, seed)
+                    for model in models], axis=0)
 
 
 def probabilities_from_rows(model: DirectedModel | AviciModel, rows: np.ndarray,

@@ -28,7 +28,7 @@ from agents.amortized.inference import (
     blend_adjacency,
     check_blend_weight,
     decode,
-    edge_probabilities,
+    ensemble_probabilities,
 )
 from agents.amortized.model import GridModel
 from agents.amortized.policy import AmortizedPolicy
@@ -69,7 +69,8 @@ def _compact(scores: Mapping[str, float]) -> dict[str, float]:
     return {k: float(scores[k]) for k in ("f1", "shd", "nshd", "shd_cpdag")}
 
 
-def score_directed(models: Mapping[str, DirectedModel | AviciModel],
+def score_directed(models: Mapping[str, DirectedModel | AviciModel
+                                   | Sequence[DirectedModel | AviciModel]],
                    keys: Sequence[InstanceKey], salt: str | None = None,
                    rules: Sequence[tuple[str, str]] = (("f1", "dag"), ("shd", "dag")),
                    tta: int = 4, bca: Mapping[str, str] | None = None,
@@ -77,7 +78,8 @@ def score_directed(models: Mapping[str, DirectedModel | AviciModel],
                    blends: Sequence[float] = (),
                    progress: Callable[[str], None] | None = None) -> list[DirectedScore]:
     """Every model decoded by every (skeleton, orient) rule, and the references, per key.
-    An arm is named ``model:skeleton-orient`` (e.g. ``full:f1-dag``). With ``first_model``,
+    An arm is named ``model:skeleton-orient`` (e.g. ``full:f1-dag``); a sequence of models
+    under one label is a seed ensemble (their probabilities averaged). With ``first_model``,
     the first amortized model's unguided graph (its expected-F1 selection, PC-KCI's
     orientations, target none) is the arm ``v1``, and each model's orientation of v1's
     skeleton the arm ``model:v1-skeleton``; each weight w of ``blends`` adds the arm
@@ -104,8 +106,9 @@ def score_directed(models: Mapping[str, DirectedModel | AviciModel],
             record.scores["v1"] = _compact(score_graph(first_graph, truth_graph))
         best = {}
         for label, model in models.items():
-            p = edge_probabilities(model, instance.X, names, instance.sha256, tta=tta)
-            exclusive = isinstance(model, DirectedModel)
+            members = tuple(model) if isinstance(model, Sequence) else (model,)
+            p = ensemble_probabilities(members, instance.X, names, instance.sha256, tta=tta)
+            exclusive = isinstance(members[0], DirectedModel)
             adjacent = adjacency_probabilities(p, exclusive)
             best[label] = _best_cut(adjacent, truth)
             for skeleton, orient in rules:

@@ -415,6 +415,26 @@ def test_a_blended_skeleton_spans_the_two_models():
         run(parser.parse_args([*base, "--first-model", "--blend", "half"]))
 
 
+def test_a_seed_ensemble_averages_its_members(stream, tmp_path):
+    from agents.amortized.inference import ensemble_probabilities
+
+    one, two = (load_directed(fit_directed(stream, tmp_path / f"m{seed}", FitSettings(
+        steps=2, checkpoint_every=2, warmup=1, seed=seed), SMALL))[0] for seed in (0, 1))
+    instance = generate_instance(InstanceKey("wild", "dev", 1, d=6, n=200))
+    args = (instance.X, instance.names, instance.sha256)
+    p1, p2 = (edge_probabilities(m, *args) for m in (one, two))
+    assert not np.allclose(p1, p2)
+    assert np.allclose(ensemble_probabilities([one, two], *args), (p1 + p2) / 2)
+    key = [InstanceKey("wild", "dev", 1, d=6, n=200)]
+    alone = score_directed({"m": one}, key, bca={"wild": "pc-kci"}, references=False)
+    twice = score_directed({"m": [one, one]}, key, bca={"wild": "pc-kci"}, references=False)
+    assert alone[0].scores == twice[0].scores
+    torch.manual_seed(0)
+    avici = AviciModel(AviciConfig(dim=8, layers=1, heads=2, rows=20))
+    with pytest.raises(HeuresisError, match="must share one architecture"):
+        ensemble_probabilities([one, avici], *args)
+
+
 def test_study_records_from_parallel_runs_pool_into_one_summary(stream, tmp_path, capsys):
     """Two studies on different families, written with --json, summarized together by
     --records: the pooled summary is the one of scoring them in one run; an instance twice is
@@ -464,6 +484,8 @@ def test_study_records_from_parallel_runs_pool_into_one_summary(stream, tmp_path
     assert "F1 - m:shd-dag [95%]" in capsys.readouterr().out
     with pytest.raises(HeuresisError, match="'m:nothing' is not an arm of this study"):
         study("--records", str(tmp_path / "lg.json"), "--versus", "m:nothing")
+    with pytest.raises(HeuresisError, match=r"LABEL=FOLDER\+FOLDER…, got 'e=a\+'"):
+        study("--model", "e=a+")
 
 
 def test_amortized_and_amortized_repair_are_the_frozen_second_design():

@@ -249,14 +249,15 @@ def _training_shards(shards: str | Path, settings: FitSettings,
 
 
 def _load(paths: list[Path], settings: FitSettings) -> StreamSet:
-    """The shards' instances a run may read: without the excluded families."""
-    data = load_stream(paths)
-    if not settings.exclude_families:
-        return data
+    """The shards' instances a run may read: without the excluded families (checked before
+    any shard is read)."""
     unknown = sorted(set(settings.exclude_families) - set(BENCHMARK_FAMILIES))
     if unknown:
         raise HeuresisError(f"cannot exclude {', '.join(unknown)}: the families are "
                             f"{', '.join(BENCHMARK_FAMILIES)}")
+    data = load_stream(paths)
+    if not settings.exclude_families:
+        return data
     keep = ~np.isin(data.family, list(settings.exclude_families))
     if not keep.any():
         raise HeuresisError(f"no instances left once {', '.join(settings.exclude_families)} "

@@ -122,6 +122,9 @@ def _stream_arguments(commands: argparse._SubParsersAction) -> None:
     stream.add_argument("--shard-size", type=int, default=100)
     stream.add_argument("--workers", type=int, default=1)
     stream.add_argument("--out", required=True, help="the shard folder (kept shards resume)")
+    stream.add_argument("--screens", action="store_true",
+                        help="also write each shard's local screen beside it (from its "
+                             "stored rows; kept screens resume)")
 
 
 def _fit_arguments(commands: argparse._SubParsersAction) -> None:

@@ -33,7 +33,7 @@ from agents.amortized.fit import FitSettings, fit_directed
 from agents.amortized.inference import check_blend_weight
 from agents.amortized.model import load_model, save_model
 from agents.amortized.plots import plot_curve
-from agents.amortized.stream import build_stream
+from agents.amortized.stream import build_screens, build_stream
 from agents.amortized.study import (
     STUDY_REFERENCES,
     read_records,
@@ -232,8 +232,10 @@ def evaluate_command(args: argparse.Namespace) -> int:
 
 def stream_command(args: argparse.Namespace) -> int:
     """The directed model's training stream: statistics, rows and labels as shards."""
-    build_stream(args.prior, args.start, args.count, args.out, workers=args.workers,
-                 shard_size=args.shard_size, progress=_say)
+    paths = build_stream(args.prior, args.start, args.count, args.out, workers=args.workers,
+                         shard_size=args.shard_size, progress=_say)
+    if args.screens:
+        build_screens(paths, workers=args.workers, progress=_say)
     return 0
 
 

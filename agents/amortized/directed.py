@@ -50,6 +50,9 @@ from agents.amortized.model import (
 )
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evidence import (
+    LOCAL_SCREEN_FEATURES,
+    LOCAL_SCREEN_ORDERED,
+    LOCAL_SCREEN_VERSION,
     STATISTICS_NODE_FEATURE_NAMES,
     STATISTICS_PAIR_FEATURE_NAMES,
     STATISTICS_PAIR_FEATURES,
@@ -82,15 +85,26 @@ def row_inputs(rows: np.ndarray) -> np.ndarray:
     return np.stack([standardized, scores], axis=-1).astype(np.float32)
 
 
-def cell_inputs(pairs: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+#: with the local screen appended to the pair statistics: its ordered channels too
+ORDERED_LOCAL = ORDERED + tuple(len(STATISTICS_PAIR_FEATURES) + LOCAL_SCREEN_FEATURES.index(f)
+                                for f in LOCAL_SCREEN_ORDERED)
+
+
+def cell_inputs(pairs: np.ndarray, nodes: np.ndarray, local: bool = False) -> np.ndarray:
     """(m, d, d, P) pair and (m, d, N) node statistics → (m, d, d, P + |ordered| + 2N + 1), laid
-    out as the first model's cells are (:func:`agents.amortized.model.model_inputs`)."""
-    return model_inputs(pairs, nodes, ORDERED)
+    out as the first model's cells are (:func:`agents.amortized.model.model_inputs`); with
+    ``local`` the pairs carry the local screen's channels after the statistics'."""
+    expected = len(STATISTICS_PAIR_FEATURES) + (len(LOCAL_SCREEN_FEATURES) if local else 0)
+    if np.shape(pairs)[-1] != expected:
+        raise HeuresisError(f"pair inputs of {np.shape(pairs)[-1]} channels, the model reads "
+                            f"{expected}")
+    return model_inputs(pairs, nodes, ORDERED_LOCAL if local else ORDERED)
 
 
-def cell_channels() -> int:
-    return (len(STATISTICS_PAIR_FEATURE_NAMES) + len(ORDERED)
-            + 2 * len(STATISTICS_NODE_FEATURE_NAMES) + 1)
+def cell_channels(local: bool = False) -> int:
+    pairs = len(STATISTICS_PAIR_FEATURE_NAMES) + (len(LOCAL_SCREEN_FEATURES) if local else 0)
+    ordered = ORDERED_LOCAL if local else ORDERED
+    return pairs + len(ordered) + 2 * len(STATISTICS_NODE_FEATURE_NAMES) + 1
 
 
 # ---- the row encoder (AVICI's alternating attention) ----------------------------------------
@@ -151,6 +165,8 @@ class DirectedConfig:
     row_hidden: int = 32
     rows: int = 200
     statistics: bool = True
+    #: the local screen's version when the cells carry it (0: they do not)
+    local_screen: int = 0
     dropout: float = 0.0
     statistics_version: int = STATISTICS_VERSION
     pair_features: tuple[str, ...] = STATISTICS_PAIR_FEATURE_NAMES
@@ -167,7 +183,10 @@ class DirectedModel(nn.Module):
     def __init__(self, config: DirectedConfig):
         super().__init__()
         self.config = config
-        channels = cell_channels()
+        if config.local_screen not in (0, LOCAL_SCREEN_VERSION):
+            raise HeuresisError(f"a model of local screen version {config.local_screen}; this "
+                                f"package computes version {LOCAL_SCREEN_VERSION}")
+        channels = cell_channels(self.reads_screen)
         mean = config.input_mean or [0.0] * channels
         std = config.input_std or [1.0] * channels
         if len(mean) != channels or len(std) != channels:
@@ -189,6 +208,11 @@ class DirectedModel(nn.Module):
         self.directed = nn.Linear(hidden, 1)
         self.none = nn.Sequential(nn.LayerNorm(hidden), nn.Linear(hidden, hidden), nn.GELU(),
                                   nn.Linear(hidden, 1))
+
+    @property
+    def reads_screen(self) -> bool:
+        """Its cells carry the local screen (:mod:`heuresis_env.evidence.local_screen`)."""
+        return bool(self.config.local_screen) and self.config.statistics
 
     def forward(self, cells: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
         """(m, d, d, C) raw cell inputs and (m, r, d, 2) row inputs → (m, d, d, 2) logits:
@@ -359,6 +383,10 @@ def load_directed(directory: str | Path) -> tuple[DirectedModel | AviciModel, di
                             f"(architecture {record.get('architecture')!r})")
     cls, config_cls = ARCHITECTURES[record["architecture"]]
     fields = dict(record.get("config") or {})
+    if fields.get("local_screen", 0) not in (0, LOCAL_SCREEN_VERSION):
+        raise HeuresisError(f"{where}: a model of local screen version "
+                            f"{fields.get('local_screen')} (this package: "
+                            f"{LOCAL_SCREEN_VERSION}); retrain it")
     if record["architecture"] == "directed" and (
             fields.get("statistics_version") != STATISTICS_VERSION
             or tuple(fields.get("pair_features", ())) != STATISTICS_PAIR_FEATURE_NAMES

@@ -54,6 +54,7 @@ from agents.amortized.directed import (
     row_inputs,
     save_directed,
 )
+from agents.amortized.model import MODEL_JSON
 from agents.amortized.stream import StreamSet, load_stream, stream_shards
 from heuresis_env.errors import HeuresisError
 from heuresis_env.files import atomic_write_bytes
@@ -98,7 +99,7 @@ def fit_normalisation(data: StreamSet, limit: int = 400) -> tuple[list[float], l
     count = 0
     for k in range(min(len(data), limit)):
         pairs, nodes, _, _ = data.example(k)
-        cells = cell_inputs(pairs, nodes)[0]
+        cells = cell_inputs(pairs, nodes, data.screens)[0]
         off = ~np.eye(cells.shape[0], dtype=bool)
         flat = cells[off].astype(np.float64)
         sums = flat.sum(axis=0) if sums is None else sums + flat.sum(axis=0)
@@ -117,7 +118,7 @@ def _batch(data: StreamSet, members: np.ndarray, rows: int, rng: np.random.Gener
     cells, row_arrays, dags = [], [], []
     for k in members:
         pairs, nodes, stored, dag = data.example(int(k))
-        cells.append(cell_inputs(pairs, nodes)[0])
+        cells.append(cell_inputs(pairs, nodes, data.screens)[0])
         take = min(rows, stored.shape[0])
         row_arrays.append(stored[rng.permutation(stored.shape[0])[:take]])
         dags.append(dag)
@@ -178,7 +179,8 @@ def fit_directed(shards: str | Path, out: str | Path, settings: FitSettings,
     out.mkdir(parents=True, exist_ok=True)
     say = progress or (lambda message: None)
     paths = _training_shards(shards, settings, prior)
-    data = _load(paths, settings)
+    screens = _reads_screen(out / "checkpoint", settings, config)
+    data = _load(paths, settings, screens)
     # the fixed set's digests, hashed once (its shards are never read again)
     fixed = {"shard_digests": _digests(paths)} if settings.shards is not None else {}
     model, step = _starting_model(out / "checkpoint", settings, config, data, fixed, say)
@@ -205,7 +207,7 @@ def fit_directed(shards: str | Path, out: str | Path, settings: FitSettings,
         if step % settings.reload_every == 0 and step > 0 and settings.shards is None:
             fresh = stream_shards(shards, prior)
             if len(fresh) > len(paths):
-                paths, data = fresh, _load(fresh, settings)
+                paths, data = fresh, _load(fresh, settings, screens)
                 buckets, held_out = _split(data, settings)
         losses.append(_train_step(model, optimizer, data, buckets, rows, settings, step))
         step += 1
@@ -248,14 +250,25 @@ def _training_shards(shards: str | Path, settings: FitSettings,
     return paths[:settings.shards]
 
 
-def _load(paths: list[Path], settings: FitSettings) -> StreamSet:
+def _reads_screen(checkpoint: Path, settings: FitSettings, config: dict[str, Any] | None
+                  ) -> bool:
+    """Whether the run's model reads the local screen: its checkpoint's or starting model's
+    configuration, else the one given."""
+    for folder in ((checkpoint,) if (checkpoint / "state.json").exists() else ()) + \
+            ((Path(settings.init),) if settings.init else ()):
+        fields = json.loads((folder / MODEL_JSON).read_text()).get("config") or {}
+        return bool(fields.get("local_screen"))
+    return bool((config or {}).get("local_screen"))
+
+
+def _load(paths: list[Path], settings: FitSettings, screens: bool = False) -> StreamSet:
     """The shards' instances a run may read: without the excluded families (checked before
-    any shard is read)."""
+    any shard is read); with ``screens`` their local screens too."""
     unknown = sorted(set(settings.exclude_families) - set(BENCHMARK_FAMILIES))
     if unknown:
         raise HeuresisError(f"cannot exclude {', '.join(unknown)}: the families are "
                             f"{', '.join(BENCHMARK_FAMILIES)}")
-    data = load_stream(paths)
+    data = load_stream(paths, screens)
     if not settings.exclude_families:
         return data
     keep = ~np.isin(data.family, list(settings.exclude_families))

@@ -1,8 +1,9 @@
 """From a table to a graph with a directed model: its edge probabilities, and the decoding
 into a graph with no directed cycle.
 
-:func:`edge_probabilities` computes the instance's pair statistics, reads ``tta`` random row
-subsamples (test-time augmentation: the model reads r rows at a time; the probabilities are
+:func:`edge_probabilities` computes the instance's pair statistics (and, for a model that
+reads it, the local screen of its first 512 rows: :mod:`heuresis_env.evidence.local_screen`),
+reads ``tta`` random row subsamples (test-time augmentation: the model reads r rows at a time; the probabilities are
 averaged over the subsamples) and returns P(i → j) for every ordered pair.
 
 :func:`decode` turns them into a graph:
@@ -38,6 +39,7 @@ from heuresis_env.errors import HeuresisError
 from heuresis_env.evidence import (
     STATISTICS_NODE_FEATURE_NAMES,
     STATISTICS_PAIR_FEATURE_NAMES,
+    local_screen,
     pair_statistics,
 )
 from heuresis_env.graphs import Graph, has_directed_cycle
@@ -104,7 +106,10 @@ def probabilities_from_rows(model: DirectedModel | AviciModel, rows: np.ndarray,
         nodes = np.zeros((d, len(STATISTICS_NODE_FEATURE_NAMES)), dtype=np.float32)
     if pairs.shape[:2] != (d, d) or nodes.shape[0] != d:
         raise HeuresisError(f"statistics of {pairs.shape[0]} variables for rows of {d}")
-    return _average(model, torch.from_numpy(cell_inputs(pairs, nodes)), rows, tta, seed)
+    local = isinstance(model, DirectedModel) and model.reads_screen
+    if local:  # from the rows themselves, as the stream computes it from its stored rows
+        pairs = np.concatenate([pairs, local_screen(rows)], axis=-1)
+    return _average(model, torch.from_numpy(cell_inputs(pairs, nodes, local)), rows, tta, seed)
 
 
 def _average(model: DirectedModel | AviciModel, cells: torch.Tensor, data: np.ndarray,

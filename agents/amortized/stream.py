@@ -34,20 +34,24 @@ import numpy as np
 
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evidence import (
+    LOCAL_SCREEN_FEATURES,
+    LOCAL_SCREEN_ROWS,
+    LOCAL_SCREEN_VERSION,
     STATISTICS_NODE_FEATURE_NAMES,
     STATISTICS_PAIR_FEATURE_NAMES,
     STATISTICS_VERSION,
     compute_pair_statistics,
+    local_screen,
 )
 from heuresis_env.files import atomic_write_bytes
 from heuresis_env.generation import InstanceKey, TrainPrior, generate_instance, get_train_prior
 from heuresis_env.threads import parallel_map
 
-__all__ = ["STORED_ROWS", "StreamExample", "StreamSet", "build_stream", "load_stream",
-           "stream_example", "stream_shard_name"]
+__all__ = ["STORED_ROWS", "StreamExample", "StreamSet", "build_screens", "build_stream",
+           "load_stream", "screen_path", "stream_example", "stream_shard_name"]
 
 #: rows of each instance kept in a shard (a row-reading model subsamples from them)
-STORED_ROWS = 512
+STORED_ROWS = LOCAL_SCREEN_ROWS  # 512: the local screen reads the stored rows
 #: the file beside the shards naming their prior, features and versions
 STREAM_MANIFEST = "stream-manifest.json"
 
@@ -164,6 +168,59 @@ def build_stream(prior: str | TrainPrior, start: int, count: int, out_dir: str |
     return paths
 
 
+def screen_path(shard: str | Path) -> Path:
+    """The local-screen file beside a stream shard."""
+    shard = Path(shard)
+    return shard.with_name(f"screen-v{LOCAL_SCREEN_VERSION}-{shard.name}")
+
+
+def _screen_job(rows: np.ndarray) -> np.ndarray:
+    return local_screen(rows)
+
+
+def build_screens(shards: Sequence[str | Path], workers: int = 1,
+                  progress: Callable[[str], None] | None = None) -> list[Path]:
+    """Write the local screen (:mod:`heuresis_env.evidence.local_screen`) of every instance
+    of each shard beside it, from the shard's stored rows (the rows the screen reads at
+    inference too); files on disk are kept, so an interrupted build resumes."""
+    todo = [Path(s) for s in shards if not screen_path(s).exists()]
+    if progress is not None:
+        progress(f"{len(shards) - len(todo)} of {len(shards)} screens already on disk")
+    started = time.perf_counter()
+    for done, shard in enumerate(todo, 1):
+        data = load_stream([shard])
+        jobs = [data.example(k)[2] for k in range(len(data))]
+        label = f"a screen of {shard.name}"
+        screens = list(parallel_map(_screen_job, jobs, workers, threads=1,
+                                    describe=lambda rows, label=label: label))
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, local=np.concatenate([x.reshape(-1, x.shape[-1])
+                                                          for x in screens]),
+                            sha256=data.sha256, version=np.array(LOCAL_SCREEN_VERSION),
+                            features=np.array(LOCAL_SCREEN_FEATURES))
+        atomic_write_bytes(screen_path(shard), buffer.getvalue())
+        if progress is not None:
+            elapsed = time.perf_counter() - started
+            progress(f"{screen_path(shard).name} written: {done} of {len(todo)}, "
+                     f"{elapsed:.0f} s, about {elapsed / done * (len(todo) - done) / 60:.0f} "
+                     f"min left")
+    return [screen_path(s) for s in shards]
+
+
+def _read_screen(shard: Path, sha256: np.ndarray) -> np.ndarray:
+    path = screen_path(shard)
+    if not path.exists():
+        raise HeuresisError(f"{shard.name}: no local screen beside it (build it with "
+                            f"`heuresis amortized stream ... --screens`)")
+    with np.load(path, allow_pickle=False) as archive:
+        if (int(archive["version"]) != LOCAL_SCREEN_VERSION
+                or tuple(archive["features"]) != LOCAL_SCREEN_FEATURES
+                or not np.array_equal(archive["sha256"], sha256)):
+            raise HeuresisError(f"{path}: a screen of another version or of other instances; "
+                                f"delete it and build it again")
+        return archive["local"]
+
+
 @dataclass
 class StreamSet:
     """Instances of several shards, kept as concatenated arrays with offsets."""
@@ -182,6 +239,8 @@ class StreamSet:
     sha256: np.ndarray
     seconds: np.ndarray
     seconds_parts: tuple[str, ...]
+    #: the pairs carry each instance's local screen after its statistics
+    screens: bool = False
 
     def __post_init__(self) -> None:
         self.pair_offset = np.concatenate([[0], np.cumsum(self.d ** 2)])
@@ -210,7 +269,7 @@ class StreamSet:
             np.concatenate([dg.ravel() for _, _, _, dg in parts]),
             self.d[chosen], self.n[chosen], self.r[chosen], self.index[chosen],
             self.family[chosen], self.graph_model[chosen], self.degree[chosen],
-            self.sha256[chosen], self.seconds[chosen], self.seconds_parts)
+            self.sha256[chosen], self.seconds[chosen], self.seconds_parts, self.screens)
 
     @classmethod
     def from_examples(cls, examples: Sequence[StreamExample]) -> StreamSet:
@@ -230,12 +289,17 @@ class StreamSet:
             np.array([[e.seconds.get(p, np.nan) for p in parts] for e in examples]), parts)
 
 
-def load_stream(paths: Sequence[str | Path]) -> StreamSet:
-    """Read stream shards (checked: the statistics version and feature lists) into one set."""
+def load_stream(paths: Sequence[str | Path], screens: bool = False) -> StreamSet:
+    """Read stream shards (checked: the statistics version and feature lists) into one set;
+    with ``screens`` each instance's local screen (the file beside its shard) is appended to
+    its pair statistics as :data:`LOCAL_SCREEN_FEATURES`."""
     loaded = []
     for path in paths:
         with np.load(path, allow_pickle=False) as archive:
             shard = {key: archive[key] for key in archive.files}
+        if screens:
+            shard["pairs"] = np.concatenate(
+                [shard["pairs"], _read_screen(Path(path), shard["sha256"])], axis=1)
         if (int(shard["version"]) != STATISTICS_VERSION
                 or tuple(shard["pair_features"]) != STATISTICS_PAIR_FEATURE_NAMES
                 or tuple(shard["node_features"]) != STATISTICS_NODE_FEATURE_NAMES):
@@ -257,7 +321,7 @@ def load_stream(paths: Sequence[str | Path]) -> StreamSet:
     return StreamSet(joined("pairs"), joined("nodes"), joined("rows"), joined("dag"),
                      joined("d"), joined("n"), joined("r"), joined("index"), joined("family"),
                      joined("graph_model"), joined("degree"), joined("sha256"),
-                     np.concatenate(seconds), parts)
+                     np.concatenate(seconds), parts, screens)
 
 
 def stream_shards(directory: str | Path, prior: str | TrainPrior | None = None) -> list[Path]:

@@ -25,6 +25,13 @@ from heuresis_env.evidence.grid import (
     compute_evidence_grid,
     evidence_grid,
 )
+from heuresis_env.evidence.local_screen import (
+    LOCAL_SCREEN_FEATURES,
+    LOCAL_SCREEN_ORDERED,
+    LOCAL_SCREEN_ROWS,
+    LOCAL_SCREEN_VERSION,
+    local_screen,
+)
 from heuresis_env.evidence.pairs import (
     CHEAP_FEATURES,
     DCOR_MAX_ROWS,
@@ -95,4 +102,6 @@ __all__ = [
     "STATISTICS_PAIR_FEATURES", "STATISTICS_PAIR_FEATURE_NAMES", "STATISTICS_VERSION",
     "PairStatistics", "StatisticsBlock", "compute_pair_statistics", "fisherz_screen",
     "pair_statistics",
+    "LOCAL_SCREEN_FEATURES", "LOCAL_SCREEN_ORDERED", "LOCAL_SCREEN_ROWS", "LOCAL_SCREEN_VERSION",
+    "local_screen",
 ]

@@ -131,7 +131,7 @@ def _log_p_normal(z: np.ndarray) -> np.ndarray:
     return np.clip(np.nan_to_num(log_p, nan=0.0), 0.0, LOG_P_CAP)
 
 
-def _log_p_chi2(statistic: np.ndarray, dof: float) -> np.ndarray:
+def _log_p_chi2(statistic: np.ndarray, dof: float | np.ndarray) -> np.ndarray:
     p = chdtrc(dof, np.maximum(statistic, 0.0))
     return np.clip(-np.log10(np.maximum(p, 10.0 ** -LOG_P_CAP)), 0.0, LOG_P_CAP)
 

@@ -28,14 +28,16 @@ from agents.amortized.directed import cell_inputs, row_inputs, spectral_acyclici
 from agents.amortized.fit import FitSettings, fit_directed, fit_normalisation
 from agents.amortized.inference import probabilities_from_rows
 from agents.amortized.policy import DirectedPolicy, DirectedRepairPolicy
-from agents.amortized.stream import build_stream, load_stream
+from agents.amortized.stream import build_screens, build_stream, load_stream, screen_path
 from agents.amortized.study import score_directed, summarize_directed
 from heuresis_env.env import HeuresisEnv
 from heuresis_env.errors import HeuresisError
 from heuresis_env.evidence import (
+    LOCAL_SCREEN_FEATURES,
     STATISTICS_NODE_FEATURE_NAMES,
     STATISTICS_PAIR_FEATURE_NAMES,
     compute_pair_statistics,
+    local_screen,
 )
 from heuresis_env.generation import InstanceKey, TrainPrior, generate_instance
 from heuresis_env.graphs import has_directed_cycle
@@ -286,6 +288,61 @@ def test_policies_submit_the_offline_graph(stream, tmp_path):
         "node_features": STATISTICS_NODE_FEATURE_NAMES,
         "pairs": statistics.pairs, "nodes": statistics.nodes})
     assert np.allclose(again, p)
+
+
+def test_a_model_can_read_the_local_screen(stream, tmp_path):
+    """The screens beside the shards are the screens of their stored rows, close to the
+    screen of the instance's table (what inference computes), checked on load; a model
+    trained with them computes them at inference from the rows it is given."""
+    shards = sorted(stream.glob("stream-*.npz"))
+    with pytest.raises(HeuresisError, match="no local screen beside it"):
+        load_stream(shards, screens=True)
+    build_screens(shards)
+    before = {p: screen_path(p).stat().st_mtime_ns for p in shards}
+    build_screens(shards)  # resumes: nothing rewritten
+    assert {p: screen_path(p).stat().st_mtime_ns for p in shards} == before
+    data, plain = load_stream(shards, screens=True), load_stream(shards)
+    count = len(STATISTICS_PAIR_FEATURE_NAMES)
+    pairs, _, rows, _ = data.example(3)
+    assert data.screens and pairs.shape[-1] == count + len(LOCAL_SCREEN_FEATURES)
+    assert np.array_equal(pairs[..., :count], plain.example(3)[0])
+    assert np.array_equal(pairs[..., count:], local_screen(rows))
+    instance = generate_instance(InstanceKey(str(data.family[3]), "train", 3))
+    table = local_screen(instance.X)[..., 2]
+    assert np.corrcoef(table.ravel(), pairs[..., count + 2].ravel())[0, 1] > 0.98
+    assert np.mean((table >= 1.3) == (pairs[..., count + 2] >= 1.3)) > 0.95
+    assert data.select(np.arange(len(data)) % 2 == 0).screens
+    # a screen of other instances is refused
+    archive = dict(np.load(screen_path(shards[0]), allow_pickle=False))
+    archive["sha256"] = archive["sha256"][::-1]
+    with screen_path(shards[0]).open("wb") as handle:
+        np.savez(handle, **archive)
+    with pytest.raises(HeuresisError, match="of other instances"):
+        load_stream(shards, screens=True)
+    screen_path(shards[0]).unlink()
+    build_screens(shards)
+    # a model that reads them: trained, saved, loaded, and its inference reads the table's
+    model_dir = fit_directed(stream, tmp_path / "m", FitSettings(
+        steps=2, checkpoint_every=2, warmup=1), {**SMALL, "local_screen": 1})
+    model = load_directed(model_dir)[0]
+    assert model.reads_screen and model.embed.in_features == len(
+        model.config.input_mean) == count + len(LOCAL_SCREEN_FEATURES) + 2 * len(
+        STATISTICS_NODE_FEATURE_NAMES) + 1 + 5  # 4 + 1 ordered channels read for (j, i)
+    key = InstanceKey("wild", "dev", 2)
+    instance = generate_instance(key)
+    p = edge_probabilities(model, instance.X, instance.names, instance.sha256)
+    statistics = compute_pair_statistics(instance.X, instance.names, instance.sha256,
+                                         searches=False)
+    again = probabilities_from_rows(model, instance.X, instance.names, {
+        "pair_features": STATISTICS_PAIR_FEATURE_NAMES,
+        "node_features": STATISTICS_NODE_FEATURE_NAMES,
+        "pairs": statistics.pairs, "nodes": statistics.nodes})
+    assert np.allclose(again, p) and decode(p, "f1", "dag").graph(instance.names).is_dag()
+    record = json.loads((model_dir / "model.json").read_text())
+    record["config"]["local_screen"] = 99
+    (model_dir / "model.json").write_text(json.dumps(record))
+    with pytest.raises(HeuresisError, match="local screen version 99"):
+        load_directed(model_dir)
 
 
 def test_discover_reads_a_users_table_and_writes_json(stream, tmp_path):

@@ -55,7 +55,7 @@ from agents.amortized.directed import (
     save_directed,
 )
 from agents.amortized.model import MODEL_JSON
-from agents.amortized.stream import StreamSet, load_stream, stream_shards
+from agents.amortized.stream import StreamSet, load_stream, screen_path, stream_shards
 from heuresis_env.errors import HeuresisError
 from heuresis_env.files import atomic_write_bytes
 from heuresis_env.generation import BENCHMARK_FAMILIES, TrainPrior
@@ -205,7 +205,8 @@ def fit_directed(shards: str | Path, out: str | Path, settings: FitSettings,
     last = settings.steps if settings.stop_at is None else min(settings.steps, settings.stop_at)
     while step < last:
         if step % settings.reload_every == 0 and step > 0 and settings.shards is None:
-            fresh = stream_shards(shards, prior)
+            fresh = [p for p in stream_shards(shards, prior)  # a screen may come after its shard
+                     if not screens or screen_path(p).exists()]
             if len(fresh) > len(paths):
                 paths, data = fresh, _load(fresh, settings, screens)
                 buckets, held_out = _split(data, settings)

@@ -10,13 +10,17 @@ transformer): for each pair (i, j),
 
 1. its **candidates**: the ``candidates`` other variables most dependent on both (ranked by the
    smaller of the two marginal statistics; at d ≤ ``candidates`` + 2 every other variable);
-2. the random-Fourier-feature test of i and j given S, for S = ∅ and every subset of the
-   candidates of at most ``max_size`` variables (d = 10: 93 sets per pair): each variable is
-   :data:`~.statistics.KERNEL_FEATURES` whitened random Fourier features of its normal scores
-   (the draws shared by all variables, so permuting variables permutes the features), the
-   residual covariance of the two blocks given S's blocks from the features' covariance, and
-   Bartlett's χ² of the squared canonical correlations (k_i·k_j degrees of freedom) — an
-   approximate KCI (Strobl et al.'s RCIT in closed form);
+2. the random-feature test of i and j given S, for S = ∅ and every subset of the candidates
+   of at most ``max_size`` variables (d = 10: 93 sets per pair): a *tested* variable is its
+   normal score and :data:`TESTED_FEATURES` random Fourier features of it, whitened; a
+   *conditioning* variable its normal score and :data:`CONDITIONING_FEATURES` features (the
+   tested draws first, so the tested features lie in the span regressed out; the draws shared
+   by all variables, so permuting variables permutes the features); the residual covariance
+   of the two tested blocks given S's conditioning blocks comes from the features'
+   covariances, and Bartlett's χ² of the squared canonical correlations (k_i·k_j degrees of
+   freedom) is the statistic — an approximate KCI (Strobl et al.'s RCIT in closed form; it is
+   loose where a relation is nearly deterministic, a finite basis leaving part of
+   E[φ(x) | S] unexplained);
 3. per pair, −log10 of the **largest p** over the sets of size ≤ 1, ≤ 2 and ≤ 3 (PC keeps a
    pair only when every such test rejects), and the **best separating set** (the set of the
    largest p);
@@ -27,8 +31,9 @@ transformer): for each pair (i, j),
 
 It reads at most :data:`LOCAL_SCREEN_ROWS` rows (the first ones; rows of the benchmark's
 generator are exchangeable) at float16 precision — exactly what a stream shard stores, so a
-model trained on shards sees at inference what it saw in training. Cost at d = 10, r = 512:
-tens of milliseconds; at d = 50 about a second (the sets are batched per size).
+model trained on shards sees at inference what it saw in training. Cost (one core, the sets
+batched per size): about 0.2 s at d = 10 and 3 s at d = 50 (``benchmarks/bench_discover.py``
+with a model that reads it; docs/amortized.md).
 """
 
 from __future__ import annotations

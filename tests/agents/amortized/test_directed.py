@@ -56,6 +56,16 @@ def _inputs(d: int = 6, seed: int = 0):
     return pairs, nodes, rows
 
 
+def _from_tools(model, instance):
+    """P(i → j) from what an episode's tools return (the rows and the pair statistics)."""
+    statistics = compute_pair_statistics(instance.X, instance.names, instance.sha256,
+                                         searches=False)
+    return probabilities_from_rows(model, instance.X, instance.names, {
+        "pair_features": STATISTICS_PAIR_FEATURE_NAMES,
+        "node_features": STATISTICS_NODE_FEATURE_NAMES,
+        "pairs": statistics.pairs, "nodes": statistics.nodes})
+
+
 def _probabilities(model, pairs, nodes, rows):
     cells = torch.from_numpy(cell_inputs(pairs, nodes))
     return model.directed_probabilities(cells, torch.from_numpy(row_inputs(rows)))[0]
@@ -281,12 +291,7 @@ def test_policies_submit_the_offline_graph(stream, tmp_path):
         assert steps == (3 if not guided else 4)
         assert info["scores"] == pytest.approx(score_graph(expected, truth))
     # the same probabilities from what the tools return
-    statistics = compute_pair_statistics(instance.X, instance.names, instance.sha256,
-                                         searches=False)
-    again = probabilities_from_rows(model, instance.X, instance.names, {
-        "pair_features": STATISTICS_PAIR_FEATURE_NAMES,
-        "node_features": STATISTICS_NODE_FEATURE_NAMES,
-        "pairs": statistics.pairs, "nodes": statistics.nodes})
+    again = _from_tools(model, instance)
     assert np.allclose(again, p)
 
 
@@ -331,12 +336,7 @@ def test_a_model_can_read_the_local_screen(stream, tmp_path):
     key = InstanceKey("wild", "dev", 2)
     instance = generate_instance(key)
     p = edge_probabilities(model, instance.X, instance.names, instance.sha256)
-    statistics = compute_pair_statistics(instance.X, instance.names, instance.sha256,
-                                         searches=False)
-    again = probabilities_from_rows(model, instance.X, instance.names, {
-        "pair_features": STATISTICS_PAIR_FEATURE_NAMES,
-        "node_features": STATISTICS_NODE_FEATURE_NAMES,
-        "pairs": statistics.pairs, "nodes": statistics.nodes})
+    again = _from_tools(model, instance)
     assert np.allclose(again, p) and decode(p, "f1", "dag").graph(instance.names).is_dag()
     record = json.loads((model_dir / "model.json").read_text())
     record["config"]["local_screen"] = 99
